@@ -1,0 +1,88 @@
+"""Facts about the host the checks need, read from the OS; replaceable in tests."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import psutil
+
+
+class HostFacts(Protocol):
+    """What the checks ask of the host."""
+
+    def mem_available_bytes(self) -> int:
+        """Memory available to new processes (MemAvailable)."""
+        ...
+
+    def mem_total_bytes(self) -> int:
+        """Physical memory."""
+        ...
+
+    def disk_free_bytes(self, path: Path) -> int:
+        """Free bytes on the file system that holds ``path`` (or its nearest existing parent)."""
+        ...
+
+    def gpu_runtime(self) -> tuple[bool, str]:
+        """Whether containers can get NVIDIA GPUs here, and why (not)."""
+        ...
+
+
+def nearest_existing(path: Path) -> Path:
+    """The path itself or its closest existing ancestor."""
+    p = path
+    for _ in range(256):
+        if p.exists():
+            return p
+        if p.parent == p:
+            break
+        p = p.parent
+    return Path("/")
+
+
+class OsHostFacts:
+    """The real host."""
+
+    def mem_available_bytes(self) -> int:
+        return int(psutil.virtual_memory().available)
+
+    def mem_total_bytes(self) -> int:
+        return int(psutil.virtual_memory().total)
+
+    def disk_free_bytes(self, path: Path) -> int:
+        return int(shutil.disk_usage(nearest_existing(path)).free)
+
+    def gpu_runtime(self) -> tuple[bool, str]:
+        if shutil.which("nvidia-smi") is None and not os.path.exists("/dev/nvidiactl"):
+            return False, "no NVIDIA driver found (nvidia-smi missing, /dev/nvidiactl absent)"
+        try:
+            from harness.launch.docker import gpu_runtime_available
+        except ImportError:
+            return True, "NVIDIA driver present (Docker runtime not checked)"
+        return gpu_runtime_available()
+
+
+@dataclass
+class FakeHostFacts:
+    """Fixed host facts for tests."""
+
+    mem_available: int = 64 << 30
+    mem_total: int = 128 << 30
+    disk_free: dict[str, int] = field(default_factory=dict)
+    default_disk_free: int = 500 << 30
+    gpu: tuple[bool, str] = (True, "fake GPU runtime")
+
+    def mem_available_bytes(self) -> int:
+        return self.mem_available
+
+    def mem_total_bytes(self) -> int:
+        return self.mem_total
+
+    def disk_free_bytes(self, path: Path) -> int:
+        return self.disk_free.get(str(path), self.default_disk_free)
+
+    def gpu_runtime(self) -> tuple[bool, str]:
+        return self.gpu

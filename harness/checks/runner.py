@@ -1,0 +1,41 @@
+"""Run every pre-flight check and collect the results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from harness.checks import arms, engine, resources
+from harness.checks.host import HostFacts, OsHostFacts
+from harness.config.scenario import Scenario
+from harness.summary import CheckItem
+
+Mode = Literal["plan", "run"]
+Check = Callable[[Scenario, HostFacts, Mode, bool], list[CheckItem]]
+
+ALL_CHECKS: dict[str, Check] = {
+    "pinned-image": lambda s, h, m, unpinned: engine.check_pinned_image(s, unpinned),
+    "arm-order": lambda s, h, m, u: arms.check_arm_order(s),
+    "tier-offload": lambda s, h, m, u: arms.check_tiers(s),
+    "one-dimension": lambda s, h, m, u: arms.check_one_dimension(s),
+    "weight-offload": lambda s, h, m, u: engine.check_weight_offload(s),
+    "lengths": lambda s, h, m, u: engine.check_lengths(s),
+    "host-headroom": lambda s, h, m, u: resources.check_host_headroom(s, h),
+    "disk-tier": lambda s, h, m, u: resources.check_disk_tiers(s, h),
+    "gpu-runtime": lambda s, h, m, u: resources.check_gpu_runtime(s, h, m),
+}
+
+
+def run_checks(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode = "plan",
+               allow_unpinned: bool = False) -> list[CheckItem]:
+    """All check results, in a stable order."""
+    facts = host or OsHostFacts()
+    results: list[CheckItem] = []
+    for check in ALL_CHECKS.values():
+        results += check(scenario, facts, mode, allow_unpinned)
+    return results
+
+
+def has_errors(results: list[CheckItem]) -> bool:
+    """True when any check failed."""
+    return any(r.level == "error" for r in results)

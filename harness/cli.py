@@ -1,0 +1,73 @@
+"""The ``harness`` command line: thin — parse, call, print. Exit codes follow shared/DESIGN.md:
+0 go, 1 no-go, 2 bad input or usage, 3 hold, 4 the run itself failed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from harness.config import ScenarioError, load_scenario
+
+EXIT_BAD_INPUT = 2
+
+app = typer.Typer(name="harness", help="Plan, run and report KV-cache offload rollouts for vLLM and TensorRT-LLM.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail_bad_input(message: str) -> typer.Exit:
+    """Print one clear message to stderr and return the exit for bad input."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(EXIT_BAD_INPUT)
+
+
+ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file (see scenarios/)", show_default=False)]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a field: KEY=VALUE, e.g. "
+                                                  "steps.levels[0].duration_s=5 (repeatable)")]
+
+
+@app.command()
+def plan(scenario: ScenarioArg, json_out: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+         allow_unpinned: Annotated[bool, typer.Option(help="accept images without a pinned version")] = False,
+         set_: SetOpt = None) -> None:
+    """Show the arms, their exact launch commands and configs, the check results and the estimated duration."""
+    from harness.plan import build_plan
+    from harness.plan_view import print_plan
+
+    try:
+        scen = load_scenario(scenario, set_ or [])
+    except ScenarioError as exc:
+        raise fail_bad_input(str(exc)) from None
+    result = build_plan(scen, allow_unpinned=allow_unpinned)
+    if json_out:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        print_plan(result, console)
+    raise typer.Exit(0 if result.ok else EXIT_BAD_INPUT)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
+def sim(ctx: typer.Context) -> None:
+    """The simulated engine: `harness sim serve --port P [--profile NAME] ...` (see `harness sim serve --help`)."""
+    from harness.sim.cli import sim_app
+
+    sim_app(args=list(ctx.args), prog_name="harness sim")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

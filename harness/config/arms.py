@@ -1,0 +1,129 @@
+"""The ``arms`` section: one server configuration each; only cache/offload settings may differ from the baseline.
+
+Offload settings are a tagged union on ``kind``:
+
+* ``none`` — GPU KV cache only (the baseline).
+* ``vllm-native`` — vLLM's ``--kv-offloading-size`` (GiB, TOTAL across tensor-parallel ranks) and
+  ``--kv-offloading-backend``.
+* ``vllm-connector`` — an explicit ``OffloadingConnector`` config passed as ``--kv-transfer-config``
+  (``CPUOffloadingSpec`` or ``TieringOffloadingSpec`` with ``fs`` secondary tiers).
+* ``trtllm`` — TensorRT-LLM's ``kv_cache_config`` (``host_cache_size`` in bytes; 0 means no host offload).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.config.base import StrictModel
+
+Tier = Literal["gpu-only", "cpu", "tiered"]
+TIER_ORDER: dict[str, int] = {"gpu-only": 0, "cpu": 1, "tiered": 2}
+GIB = 1 << 30
+_ARM_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+# Upper bounds that catch typos (bytes given where GiB were meant) rather than real limits.
+MAX_TIER_GIB = 64 * 1024.0
+MAX_TIER_BYTES = int(MAX_TIER_GIB * GIB)
+
+
+class NoOffload(StrictModel):
+    """GPU KV cache only."""
+
+    kind: Literal["none"] = "none"
+
+
+class VllmNativeOffload(StrictModel):
+    """vLLM's native offload flags."""
+
+    kind: Literal["vllm-native"]
+    kv_offloading_size_gib: float = Field(gt=0, le=MAX_TIER_GIB, description="CPU tier size in GiB, total "
+                                          "across tensor-parallel ranks")
+    kv_offloading_backend: Literal["native", "lmcache"] = "native"
+
+
+class FsTier(StrictModel):
+    """A file-system secondary tier behind the CPU tier (vLLM TieringOffloadingSpec ``type: fs``)."""
+
+    type: Literal["fs"] = "fs"
+    root_dir: str = Field(min_length=1, description="absolute directory for the tier's files")
+    n_read_threads: int = Field(default=16, ge=1, le=1024)
+    n_write_threads: int = Field(default=16, ge=1, le=1024)
+    size_gib: float | None = Field(default=None, gt=0, le=1024 * 1024.0, description="disk you plan to give the "
+                                   "tier; vLLM 0.32's fs tier has no cap of its own (the simulator enforces it)")
+
+
+class VllmConnectorOffload(StrictModel):
+    """An explicit OffloadingConnector configuration (``--kv-transfer-config``)."""
+
+    kind: Literal["vllm-connector"]
+    spec_name: Literal["CPUOffloadingSpec", "TieringOffloadingSpec"] = "CPUOffloadingSpec"
+    cpu_bytes_to_use: int = Field(gt=0, le=MAX_TIER_BYTES, description="CPU tier bytes, total across workers")
+    block_size: int | None = Field(default=None, ge=1, le=1 << 20, description="tokens per offloaded chunk; a "
+                                   "multiple of the KV block size")
+    eviction_policy: Literal["lru", "arc"] = "lru"
+    store_threshold: int | None = Field(default=None, ge=0, le=1 << 20)
+    offload_prompt_only: bool | None = None
+    secondary_tiers: list[FsTier] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _tiers_match_spec(self) -> VllmConnectorOffload:
+        if self.spec_name == "TieringOffloadingSpec" and not self.secondary_tiers:
+            raise ValueError("TieringOffloadingSpec needs at least one entry in secondary_tiers "
+                             "(e.g. {type: fs, root_dir: /mnt/nvme/kv})")
+        if self.spec_name == "CPUOffloadingSpec" and self.secondary_tiers:
+            raise ValueError("secondary_tiers need spec_name: TieringOffloadingSpec")
+        if self.spec_name == "TieringOffloadingSpec" and self.store_threshold is not None:
+            raise ValueError("store_threshold applies to CPUOffloadingSpec (single tier) only")
+        return self
+
+
+class TrtllmKvCache(StrictModel):
+    """TensorRT-LLM ``kv_cache_config`` fields the harness manages."""
+
+    kind: Literal["trtllm"]
+    enable_block_reuse: bool = True
+    free_gpu_memory_fraction: float = Field(default=0.9, gt=0, le=1)
+    host_cache_size: int = Field(default=0, ge=0, le=MAX_TIER_BYTES, description="host offload bytes; 0 = none")
+    secondary_offload_min_priority: int | None = Field(default=None, ge=0, le=100)
+    tokens_per_block: int = Field(default=32, ge=1, le=1024)
+    max_tokens: int | None = Field(default=None, ge=1)
+    enable_partial_reuse: bool | None = None
+
+
+Offload = Annotated[NoOffload | VllmNativeOffload | VllmConnectorOffload | TrtllmKvCache, Field(discriminator="kind")]
+OFFLOAD_KINDS = ("none", "vllm-native", "vllm-connector", "trtllm")
+
+
+class Arm(StrictModel):
+    """One server configuration, run on a freshly started server."""
+
+    name: str
+    tier: Tier
+    description: str | None = None
+    offload: Offload = Field(default_factory=NoOffload)
+    engine: dict[str, Any] = Field(default_factory=dict, description="overrides of engine fields for this arm; "
+                                   "anything but cache settings breaks the one-dimension rule")
+
+    @field_validator("name")
+    @classmethod
+    def _name_format(cls, value: str) -> str:
+        if not _ARM_NAME_RE.match(value):
+            raise ValueError("use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit")
+        return value
+
+    def cpu_tier_bytes(self) -> int:
+        """Bytes of host memory the arm's CPU tier takes (vLLM: total across TP ranks); 0 when none."""
+        off = self.offload
+        if isinstance(off, VllmNativeOffload):
+            return int(off.kv_offloading_size_gib * GIB)
+        if isinstance(off, VllmConnectorOffload):
+            return off.cpu_bytes_to_use
+        if isinstance(off, TrtllmKvCache):
+            return off.host_cache_size
+        return 0
+
+    def fs_tiers(self) -> list[FsTier]:
+        """The arm's file-system tiers, if any."""
+        return list(self.offload.secondary_tiers) if isinstance(self.offload, VllmConnectorOffload) else []

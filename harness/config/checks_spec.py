@@ -1,0 +1,17 @@
+"""The ``checks`` section: how strict pre-flight checks are and what the host must keep for itself."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from harness.config.base import StrictModel
+
+
+class ChecksSpec(StrictModel):
+    """Settings for :mod:`harness.checks`."""
+
+    host_reserve_gib: float = Field(default=8.0, ge=0, le=100_000, description="host memory kept for the OS, "
+                                    "runtime, page cache of the disk tier and colocated services")
+    disk_reserve_gib: float = Field(default=10.0, ge=0, le=1_000_000, description="free disk kept beside a disk tier")
+    allow_unpinned: bool = Field(default=False, description="accept images without a pinned version tag")
+    allow_weight_offload: bool = Field(default=False, description="accept --cpu-offload-gb (weight offload)")

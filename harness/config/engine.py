@@ -1,0 +1,84 @@
+"""The ``engine`` section: which server to launch (vLLM, TensorRT-LLM or the simulator) and how."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from harness.config.base import StrictModel
+
+EngineKind = Literal["vllm", "trtllm", "sim"]
+LauncherKind = Literal["docker", "process"]
+
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
+
+
+class EngineSpec(StrictModel):
+    """Everything about the server that must be identical across arms (the 'one dimension at a time' rule)."""
+
+    kind: EngineKind
+    launcher: LauncherKind | None = Field(
+        default=None, description="docker (containers on a GPU box) or process (local); default: docker for "
+        "vllm/trtllm, process for sim")
+    image: str | None = Field(default=None, description="container image with a pinned tag, e.g. vllm/vllm-openai:v0.32.0")
+    image_digest: str | None = Field(default=None, description="expected sha256 digest of the image (recorded anyway)")
+    model: str = Field(min_length=1, description="model id or path as the engine takes it")
+    served_model_name: str | None = None
+    tensor_parallel_size: int = Field(default=1, ge=1, le=64)
+    gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
+    max_model_len: int | None = Field(default=None, ge=16, le=10_000_000)
+    max_num_seqs: int | None = Field(default=None, ge=1, le=65_536)
+    max_num_batched_tokens: int | None = Field(default=None, ge=16, le=10_000_000)
+    enable_prefix_caching: bool = True
+    host: str = Field(default="127.0.0.1", description="address the server binds and the harness talks to")
+    port: int = Field(default=8000, ge=0, le=65_535, description="0 picks a free port at launch")
+    env: dict[str, str] = Field(default_factory=dict, description="environment for the server (secrets are "
+                                "passed through but never recorded)")
+    extra_args: list[str] = Field(default_factory=list, description="extra engine CLI arguments, verbatim")
+    gpus: str = Field(default="all", description="docker GPU request: 'all', a count, or device ids '0,1'")
+    shm_size: str = Field(default="16g", description="docker shared memory size")
+    model_cache_dir: str | None = Field(default=None, description="host directory mounted as the model cache")
+    readiness_timeout_s: float = Field(default=900.0, gt=0, le=7200)
+    # Simulator only.
+    sim_profile: str = Field(default="demo", description="simulator hardware/model profile name")
+    sim_profile_file: str | None = None
+    sim_flavor: Literal["vllm", "trtllm"] = Field(default="vllm", description="which engine's API/metrics the "
+                                                  "simulator speaks")
+    sim_time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
+    sim_args: list[str] = Field(default_factory=list, description="extra simulator flags (faults, seeds)")
+
+    @field_validator("image_digest")
+    @classmethod
+    def _digest_format(cls, value: str | None) -> str | None:
+        if value is not None and not _DIGEST_RE.match(value):
+            raise ValueError("must look like sha256:<64 hex characters>")
+        return value
+
+    @field_validator("shm_size")
+    @classmethod
+    def _shm_format(cls, value: str) -> str:
+        if not _SHM_RE.match(value):
+            raise ValueError("must be a size like 16g, 512m or 1073741824")
+        return value
+
+    @model_validator(mode="after")
+    def _launcher_default(self) -> EngineSpec:
+        if self.launcher is None:
+            object.__setattr__(self, "launcher", "process" if self.kind == "sim" else "docker")
+        if self.launcher == "docker" and not self.image:
+            raise ValueError("engine.image is required when engine.launcher is docker "
+                             "(e.g. vllm/vllm-openai:v0.32.0)")
+        return self
+
+    @property
+    def name_served(self) -> str:
+        """The model name clients send in requests."""
+        return self.served_model_name or self.model
+
+    @property
+    def effective_launcher(self) -> LauncherKind:
+        """The launcher, after defaults."""
+        return self.launcher or ("process" if self.kind == "sim" else "docker")

@@ -1,0 +1,91 @@
+"""The ``slo`` and ``rules`` sections: latency budgets, baseline comparison and the 'earns its keep' rule."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from harness.config.base import StrictModel
+
+LatencyMetric = Literal["ttft", "itl", "e2e"]
+KeepMeasure = Literal[
+    "ttft_p50", "ttft_p95", "ttft_p99", "itl_p95", "itl_p99", "e2e_p95", "e2e_p99",
+    "output_tokens_per_s", "hit_rate", "goodput",
+]
+
+
+class SloSpec(StrictModel):
+    """Service-level objectives in milliseconds (p99 unless named otherwise); used for goodput and as defaults."""
+
+    ttft_p99_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    itl_p99_ms: float | None = Field(default=None, gt=0, le=3_600_000)
+    e2e_p99_ms: float | None = Field(default=None, gt=0, le=86_400_000)
+
+    def budget_ms(self, metric: LatencyMetric) -> float | None:
+        """The SLO budget for a latency metric, if set."""
+        return {"ttft": self.ttft_p99_ms, "itl": self.itl_p99_ms, "e2e": self.e2e_p99_ms}[metric]
+
+
+class BudgetRule(StrictModel):
+    """Roll back when windowed percentile latency breaks its budget for a sustained period."""
+
+    name: str | None = None
+    metric: LatencyMetric
+    percentile: float = Field(default=99.0, gt=0, lt=100)
+    budget_ms: float | None = Field(default=None, gt=0, description="default: the slo section's p99 budget")
+    breach_windows: int = Field(default=3, ge=1, le=10_000, description="N breached windows ...")
+    of_last: int = Field(default=5, ge=1, le=10_000, description="... out of the last M windows")
+    critical: bool = Field(default=False, description="a sustained breach vetoes the arm on its own")
+    dry_run: bool = Field(default=False, description="reported, never decides")
+
+    @model_validator(mode="after")
+    def _n_of_m(self) -> BudgetRule:
+        if self.breach_windows > self.of_last:
+            raise ValueError(f"breach_windows ({self.breach_windows}) cannot exceed of_last ({self.of_last})")
+        return self
+
+    @property
+    def label(self) -> str:
+        """Rule name for reports."""
+        return self.name or f"{self.metric}-p{self.percentile:g}-budget"
+
+
+class RegressionRule(StrictModel):
+    """Compare an arm with the baseline at the same step (Mann-Whitney U on per-request values)."""
+
+    name: str | None = None
+    metric: LatencyMetric
+    percentile: float = Field(default=99.0, gt=0, lt=100, description="the percentile whose ratio is limited")
+    max_ratio: float = Field(default=1.1, ge=1.0, le=100.0, description="allowed arm/baseline ratio")
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+    min_samples: int = Field(default=30, ge=3, le=10_000_000)
+    critical: bool = False
+    dry_run: bool = False
+
+    @property
+    def label(self) -> str:
+        """Rule name for reports."""
+        return self.name or f"{self.metric}-p{self.percentile:g}-vs-baseline"
+
+
+def _default_measures() -> list[KeepMeasure]:
+    return ["ttft_p95", "output_tokens_per_s", "hit_rate"]
+
+
+class EarnsKeepRule(StrictModel):
+    """A tier must improve at least one measure by ``min_improvement`` at some step, or it is ``hold``."""
+
+    measures: list[KeepMeasure] = Field(default_factory=_default_measures, min_length=1)
+    min_improvement: float = Field(default=1.05, ge=1.0, le=100.0, description="ratio, e.g. 1.05 = 5% better")
+    min_samples: int = Field(default=30, ge=1, le=10_000_000)
+
+
+class RulesSpec(StrictModel):
+    """All rollback and decision rules."""
+
+    window_s: float = Field(default=10.0, ge=0.5, le=86_400)
+    min_requests_per_window: int = Field(default=5, ge=1, le=1_000_000)
+    budgets: list[BudgetRule] = Field(default_factory=list)
+    regression: list[RegressionRule] = Field(default_factory=list)
+    earns_keep: EarnsKeepRule | None = Field(default_factory=EarnsKeepRule)

@@ -1,0 +1,71 @@
+"""The ``steps`` section: warm-up and rising load levels inside each arm, and timing limits."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from harness.config.base import StrictModel
+
+
+class StepLevel(StrictModel):
+    """One load level: closed-loop ``concurrency`` users or an open-loop Poisson ``rate_rps``."""
+
+    concurrency: int | None = Field(default=None, ge=1, le=100_000)
+    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
+    duration_s: float | None = Field(default=None, gt=0, le=86_400)
+    requests: int | None = Field(default=None, ge=1, le=100_000_000)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+
+    @model_validator(mode="after")
+    def _one_driver(self) -> StepLevel:
+        if (self.concurrency is None) == (self.rate_rps is None):
+            raise ValueError("give exactly one of concurrency (closed loop) or rate_rps (open loop)")
+        if self.duration_s is None and self.requests is None:
+            raise ValueError("give duration_s, requests, or both (the step ends at whichever comes first)")
+        return self
+
+    @property
+    def label(self) -> str:
+        """Short human label, e.g. ``c16`` or ``r2.5``."""
+        return f"c{self.concurrency}" if self.concurrency is not None else f"r{self.rate_rps:g}"
+
+    @property
+    def load(self) -> float:
+        """The level's load figure (users or requests/s), for ordering."""
+        return float(self.concurrency if self.concurrency is not None else self.rate_rps or 0.0)
+
+
+class Warmup(StrictModel):
+    """Requests sent after readiness and before the first step; excluded from every statistic."""
+
+    duration_s: float = Field(default=0.0, ge=0, le=3600)
+    requests: int = Field(default=0, ge=0, le=1_000_000)
+    concurrency: int = Field(default=1, ge=1, le=10_000)
+
+
+class StepsSpec(StrictModel):
+    """Load levels (rising), warm-up and timing limits."""
+
+    warmup: Warmup = Field(default_factory=Warmup)
+    levels: list[StepLevel] = Field(min_length=1)
+    scrape_interval_s: float = Field(default=2.0, ge=0.1, le=600)
+    request_timeout_s: float = Field(default=300.0, gt=0, le=7200)
+    stream_idle_timeout_s: float = Field(default=30.0, gt=0, le=3600, description="a stream silent this long "
+                                         "ends as a 'stalled' error")
+    drain_timeout_s: float = Field(default=30.0, ge=0, le=3600, description="how long in-flight requests may "
+                                   "finish after a step's time is up")
+
+    @model_validator(mode="after")
+    def _levels_rise(self) -> StepsSpec:
+        for i in range(1, len(self.levels)):
+            prev, cur = self.levels[i - 1], self.levels[i]
+            if (prev.concurrency is None) != (cur.concurrency is None):
+                raise ValueError(f"levels[{i}] mixes closed-loop and open-loop levels; use one kind per scenario")
+            if cur.load < prev.load:
+                raise ValueError(f"levels[{i}] ({cur.label}) is lower than levels[{i - 1}] ({prev.label}); "
+                                 "steps must rise")
+        return self
+
+    def planned_duration_s(self) -> float:
+        """Planned seconds of load per arm (duration-bounded levels only), warm-up included."""
+        return self.warmup.duration_s + sum(level.duration_s or 0.0 for level in self.levels)

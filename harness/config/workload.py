@@ -1,0 +1,115 @@
+"""The ``workload`` section: request classes, reuse structure and trace replay (identical in every arm)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from harness.config.base import StrictModel
+
+
+class TokenRange(StrictModel):
+    """An inclusive token-length range, drawn uniformly."""
+
+    min: int = Field(ge=1, le=10_000_000)
+    max: int = Field(ge=1, le=10_000_000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TokenRange:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is larger than max ({self.max})")
+        return self
+
+
+class RequestClass(StrictModel):
+    """A class of requests (e.g. short chat, long document question) with a mixing weight."""
+
+    name: str = Field(min_length=1, max_length=64)
+    weight: float = Field(gt=0, le=1_000_000)
+    prompt_tokens: TokenRange
+    output_tokens: TokenRange
+    reuse: Literal["system_prompt", "rag", "session", "document", "unique", "any"] = Field(
+        default="any", description="which reuse structure the class draws its prefix from")
+
+
+class SystemPrompts(StrictModel):
+    """N distinct system prompts of L tokens, picked with Zipf popularity."""
+
+    families: int = Field(default=8, ge=1, le=1_000_000)
+    tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    zipf_s: float = Field(default=1.1, ge=0, le=10)
+
+
+class RagScaffold(StrictModel):
+    """A template plus K of M documents."""
+
+    template_tokens: int = Field(default=256, ge=0, le=1_000_000)
+    documents: int = Field(default=32, ge=1, le=1_000_000)
+    docs_per_request: int = Field(default=3, ge=1, le=1000)
+    doc_tokens: int = Field(default=1024, ge=1, le=1_000_000)
+    zipf_s: float = Field(default=1.0, ge=0, le=10)
+
+    @model_validator(mode="after")
+    def _k_of_m(self) -> RagScaffold:
+        if self.docs_per_request > self.documents:
+            raise ValueError(f"docs_per_request ({self.docs_per_request}) exceeds documents ({self.documents})")
+        return self
+
+
+class Sessions(StrictModel):
+    """Multi-turn sessions: each turn appends to the history."""
+
+    turns: int = Field(default=4, ge=1, le=10_000)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+
+
+class Documents(StrictModel):
+    """Repeated long document prefixes."""
+
+    count: int = Field(default=16, ge=1, le=1_000_000)
+    tokens: int = Field(default=4096, ge=1, le=10_000_000)
+    zipf_s: float = Field(default=1.0, ge=0, le=10)
+
+
+class ReuseSpec(StrictModel):
+    """How prompts share prefixes."""
+
+    system_prompts: SystemPrompts | None = Field(default_factory=SystemPrompts)
+    rag: RagScaffold | None = None
+    sessions: Sessions | None = None
+    documents: Documents | None = None
+    unique_fraction: float = Field(default=0.0, ge=0, le=1, description="share of requests with no shared prefix")
+
+
+class TraceSource(StrictModel):
+    """Replay of a Mooncake-format JSONL trace."""
+
+    path: str = Field(min_length=1)
+    format: Literal["mooncake"] = "mooncake"
+    mode: Literal["timestamps", "closed_loop"] = "timestamps"
+    speed: float = Field(default=1.0, gt=0, le=10_000)
+    on_bad_line: Literal["skip", "stop"] = "stop"
+    max_requests: int | None = Field(default=None, ge=1)
+
+
+class WorkloadSpec(StrictModel):
+    """The traffic: synthetic classes with a reuse structure, or a trace to replay."""
+
+    seed: int = Field(default=0, ge=0, le=2**63 - 1)
+    api: Literal["chat", "completions"] = "chat"
+    classes: list[RequestClass] = Field(default_factory=list)
+    reuse: ReuseSpec = Field(default_factory=ReuseSpec)
+    trace: TraceSource | None = None
+    ignore_eos: bool = Field(default=True, description="ask for exactly the planned output length")
+    temperature: float = Field(default=0.0, ge=0, le=2)
+
+    @model_validator(mode="after")
+    def _source(self) -> WorkloadSpec:
+        if self.trace is None and not self.classes:
+            raise ValueError("give request classes (workload.classes) or a trace (workload.trace)")
+        names = [c.name for c in self.classes]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"request class names must be unique; repeated: {', '.join(dupes)}")
+        return self

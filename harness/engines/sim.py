@@ -1,0 +1,75 @@
+"""Simulator adapter: arms -> ``harness sim serve`` with the same offload flags the real engines take.
+
+The simulator mirrors vLLM's offload flags (``--kv-offloading-size``, ``--kv-transfer-config``) in its ``vllm``
+flavor and TensorRT-LLM's ``host_cache_size`` in its ``trtllm`` flavor, so a scenario moves between the simulator and
+a real engine by changing ``engine.kind`` (and the image). Every launch spec it makes is marked ``simulated``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from harness.config.arms import Arm, NoOffload, TrtllmKvCache
+from harness.config.engine import EngineSpec
+from harness.engines.registry import register
+from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
+from harness.engines.vllm import offload_args as vllm_offload_args
+
+CONTAINER_PORT = 8000
+
+
+class SimAdapter:
+    """The simulated engine (``harness/sim``) as a local process or in a container built from this package."""
+
+    kind = "sim"
+    supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector", "trtllm")
+    supports_disk_tier = True
+
+    def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
+        docker = engine.effective_launcher == "docker"
+        port = CONTAINER_PORT if docker else (host_port or engine.port)
+        bind = "0.0.0.0" if docker else engine.host
+        volumes: list[Volume] = []
+        disk_map: dict[str, str] = {}
+        for i, tier in enumerate(arm.fs_tiers()):
+            inside = f"/kv-tier/{i}" if docker else tier.root_dir
+            disk_map[tier.root_dir] = inside
+            volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
+        args = ["--host", bind, "--port", str(port), "--flavor", engine.sim_flavor,
+                "--model", engine.model, "--time-scale", f"{engine.sim_time_scale:g}",
+                "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+        args += ["--profile-file", engine.sim_profile_file] if engine.sim_profile_file else \
+            ["--profile", engine.sim_profile]
+        if engine.served_model_name:
+            args += ["--served-model-name", engine.served_model_name]
+        for flag, value in (("--max-model-len", engine.max_model_len), ("--max-num-seqs", engine.max_num_seqs),
+                            ("--max-num-batched-tokens", engine.max_num_batched_tokens)):
+            if value is not None:
+                args += [flag, str(value)]
+        args.append("--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching")
+        off = arm.offload
+        if isinstance(off, TrtllmKvCache):
+            if off.host_cache_size:
+                args += ["--host-cache-size", str(off.host_cache_size)]
+            args += ["--block-size", str(off.tokens_per_block)]
+        elif not isinstance(off, NoOffload):
+            args += vllm_offload_args(arm, disk_dir_map=disk_map)
+            for tier in arm.fs_tiers():
+                if tier.size_gib is not None:
+                    args += ["--disk-tier-max-bytes", str(int(tier.size_gib * (1 << 30)))]
+        args += [*engine.sim_args, *engine.extra_args]
+        entry = ["python3", "-m", "harness.sim"] if docker else [sys.executable, "-m", "harness.sim"]
+        metrics = ([MetricsEndpoint(path="/metrics", format="trtllm-json"),
+                    MetricsEndpoint(path="/prometheus/metrics", format="prometheus")]
+                   if engine.sim_flavor == "trtllm" else [MetricsEndpoint(path="/metrics", format="prometheus")])
+        return LaunchSpec(
+            engine="sim", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
+            entrypoint=[*entry, "serve"], args=args, env=dict(engine.env), container_port=port, host=engine.host,
+            host_port=host_port or engine.port, volumes=volumes, gpus=None, shm_size=None,
+            readiness_timeout_s=engine.readiness_timeout_s, metrics=metrics,
+            served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
+            simulated=True,
+        )
+
+
+ADAPTER = register(SimAdapter())

