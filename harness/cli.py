@@ -52,6 +52,50 @@ def plan(scenario: ScenarioArg, json_out: Annotated[bool, typer.Option("--json",
     raise typer.Exit(0 if result.ok else EXIT_BAD_INPUT)
 
 
+@app.command()
+def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file", show_default=False)] = None,
+        out: Annotated[Path, typer.Option("--out", help="directory that receives results/<run-id>/")] = Path("results"),
+        only: Annotated[list[str] | None, typer.Option("--only", help="run only this arm (repeatable); the "
+                                                       "baseline always runs")] = None,
+        resume: Annotated[Path | None, typer.Option("--resume", help="continue an interrupted run directory")] = None,
+        allow_unpinned: Annotated[bool, typer.Option(help="accept images without a pinned version")] = False,
+        json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON at the end")] = False,
+        set_: SetOpt = None) -> None:
+    """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
+
+    Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
+    from harness.rollout.live import LiveOutput
+    from harness.rollout.orchestrator import RunOptions, run_rollout
+
+    if (scenario is None) == (resume is None):
+        raise fail_bad_input("give a SCENARIO file, or --resume RUN_DIR (not both)")
+    live = LiveOutput(console, quiet=json_out)
+    opts = RunOptions(out_dir=out, only=only, resume=resume, allow_unpinned=allow_unpinned,
+                      overrides=tuple(set_ or []))
+    result = run_rollout(scenario, opts, say=live.say)
+    if result.exit_code == EXIT_BAD_INPUT:
+        raise fail_bad_input(result.message)
+    if json_out and result.summary is not None:
+        typer.echo(result.summary.model_dump_json(indent=2))
+    else:
+        live.finish(result)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command("gpu-check")
+def gpu_check() -> None:
+    """Fail fast (exit 4) with a clear message when this host has no GPU runtime for containers."""
+    from harness.checks.host import OsHostFacts
+
+    ok, why = OsHostFacts().gpu_runtime()
+    if not ok:
+        err_console.print(f"[bold red]no GPU runtime:[/] {why}. `make benchmark` needs an NVIDIA GPU with the NVIDIA "
+                          "Container Toolkit (see docs/gpu-runner.md); on a machine without one, `make demo` runs "
+                          "the same rollout against the simulated engine.", highlight=False)
+        raise typer.Exit(4)
+    console.print(f"GPU runtime: {why}")
+
+
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
 def sim(ctx: typer.Context) -> None:
     """The simulated engine: `harness sim serve --port P [--profile NAME] ...` (see `harness sim serve --help`)."""

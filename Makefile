@@ -1,0 +1,59 @@
+# KV-offload rollout harness. `make help` lists the targets.
+# Every target that needs the virtual environment creates it first, so `make demo` and `make test` work on a fresh clone.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HARNESS := $(VENV)/bin/harness
+STAMP := $(VENV)/.installed-stamp
+RESULTS ?= results
+PYTEST_ARGS ?=
+
+# make benchmark: the default real scenario; model and image overridable from the environment.
+BENCH_SCENARIO ?= scenarios/vllm-cpu-pilot.yaml
+BENCH_IMAGE ?=
+BENCH_MODEL ?=
+
+.DEFAULT_GOAL := help
+.PHONY: help install test test-e2e demo benchmark perf lint typecheck clean-venv cleanup
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is required (set PYTHON=python3.11 or newer)")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## create .venv and install the harness with its dev tools (idempotent)
+
+test: $(STAMP) ## run the default test suite (unit, integration, reliability; no Docker needed)
+	@bash scripts/install-chromium.sh || echo "warning: could not install chromium; the browser report test will fail"
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-e2e: $(STAMP) ## opt-in end-to-end tier: real dockerd, a Docker-launched simulator, a real vLLM on the CPU
+	bash scripts/e2e/run-e2e.sh
+
+demo: $(STAMP) ## run the simulated rollout (baseline, CPU tier, tiered) and print where the report is
+	@$(HARNESS) run scenarios/demo-sim.yaml --out $(RESULTS)
+
+benchmark: $(STAMP) ## GPU boxes: run the real vLLM CPU-tier pilot (BENCH_SCENARIO, BENCH_IMAGE, BENCH_MODEL)
+	@$(HARNESS) gpu-check
+	@$(HARNESS) run $(BENCH_SCENARIO) --out $(RESULTS) \
+	  $(if $(BENCH_IMAGE),--set engine.image=$(BENCH_IMAGE)) $(if $(BENCH_MODEL),--set engine.model=$(BENCH_MODEL))
+
+perf: $(STAMP) ## print performance figures (load path, analysis, simulator, report)
+	$(PY) -m harness.perf
+
+lint: $(STAMP) ## ruff and mypy --strict
+	$(VENV)/bin/ruff check harness tests
+	$(VENV)/bin/mypy harness
+
+cleanup: $(STAMP) ## stop and remove servers/containers an interrupted run left behind
+	$(HARNESS) cleanup
+
+clean-venv: ## remove the virtual environment
+	rm -rf $(VENV)

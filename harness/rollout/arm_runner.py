@@ -1,0 +1,225 @@
+"""Run one arm: fresh server -> readiness -> warm-up -> steps with load and scraping -> (drills) -> stop.
+
+Whatever happens (start-up error, death mid-step, Ctrl-C), the server is stopped and removed, the scraper is
+stopped, and every completed request record stays on disk. An arm that fails is journaled with the engine's last
+log lines; the caller decides whether the run goes on.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.checks import disk_tier
+from harness.config.arms import Arm
+from harness.config.engine import EngineSpec
+from harness.config.steps import StepLevel
+from harness.engines import build_launch_spec
+from harness.engines.spec import LaunchSpec
+from harness.launch.base import LaunchContext, LaunchError, RunningServer
+from harness.launch.readiness import wait_ready
+from harness.launch.registry import launcher_for
+from harness.records import WARMUP_STEP
+from harness.rollout.context import RunContext
+from harness.rollout.manifest import launch_entry
+from harness.rollout.ports import free_port, port_is_free
+
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+class ArmInterrupted(Exception):
+    """The run was cancelled (Ctrl-C / SIGTERM) during this arm."""
+
+
+@dataclass
+class ArmResult:
+    """How the arm ended."""
+
+    arm: str
+    status: str  # completed | failed | interrupted
+    steps_done: int
+    failure: dict[str, Any] | None = None
+
+
+def resolve_env(env: dict[str, str]) -> dict[str, str]:
+    """Expand ``${NAME}`` values from the harness's environment at launch time (never written anywhere)."""
+    out = {}
+    for key, value in env.items():
+        m = _ENV_REF.match(value)
+        out[key] = os.environ.get(m.group(1), "") if m else value
+    return out
+
+
+def _host_port(engine: EngineSpec) -> int:
+    if engine.port and port_is_free(engine.port, engine.host if ":" not in engine.host else "::1"):
+        return engine.port
+    return free_port()
+
+
+def _failure(phase: str, message: str, log_tail: list[str]) -> dict[str, Any]:
+    return {"phase": phase, "message": message, "log_tail": log_tail[-40:]}
+
+
+def _level_for_warmup(ctx: RunContext) -> StepLevel | None:
+    w = ctx.scenario.steps.warmup
+    if w.duration_s <= 0 and w.requests <= 0:
+        return None
+    return StepLevel(concurrency=w.concurrency, duration_s=w.duration_s or None, requests=w.requests or None)
+
+
+class ArmRunner:
+    """Runs one arm within a run."""
+
+    def __init__(self, ctx: RunContext, arm: Arm, start_step: int = 0) -> None:
+        self.ctx = ctx
+        self.arm = arm
+        self.start_step = start_step
+        self.engine = ctx.scenario.engine_for(arm)
+        self.server: RunningServer | None = None
+        self.spec: LaunchSpec | None = None
+
+    def launch(self) -> RunningServer:
+        """Start a fresh server and wait until it is ready; raises LaunchError."""
+        engine = self.engine
+        for tier in self.arm.fs_tiers():
+            try:
+                disk_tier.claim(Path(tier.root_dir), self.ctx.run_id)
+            except disk_tier.DiskTierError as exc:
+                raise LaunchError(f"disk tier: {exc}", phase="start") from None
+        spec = build_launch_spec(engine, self.arm, host_port=_host_port(engine))
+        spec = spec.model_copy(update={"env": resolve_env(spec.env)})
+        self.spec = spec
+        launcher = launcher_for(engine.effective_launcher)
+        run = self.ctx.run
+        lctx = LaunchContext(run_id=self.ctx.run_id, log_path=run.log(self.arm.name),
+                             work_dir=run.root / "launch" / self.arm.name, secrets=self.ctx.secrets)
+        self.ctx.record_arm(self.arm.name, "starting", command=spec.command_line())
+        self.ctx.say(f"[{self.arm.name}] starting {spec.engine} ({engine.effective_launcher}): "
+                     f"{spec.command_line()}")
+        server = launcher.start(spec, lctx)
+        self.server = server
+        waited = wait_ready(server, spec.readiness_timeout_s, cancel=self.ctx.cancel)
+        identity = server.identity()
+        self.ctx.manifest["launches"].append(launch_entry(spec, identity))
+        self.ctx.save_manifest()
+        self._write_compose(spec)
+        self.ctx.record_arm(self.arm.name, "ready", seconds=round(waited, 3), identity=identity)
+        self.ctx.say(f"[{self.arm.name}] ready after {waited:.1f} s at {server.base_url}")
+        return server
+
+    def _write_compose(self, spec: LaunchSpec) -> None:
+        try:
+            from harness.launch.compose import render_compose
+        except ImportError:
+            return
+        path = self.ctx.run.compose(self.arm.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render_compose(spec, project=f"harness-{self.arm.name}"), encoding="utf-8")
+
+    def run(self) -> ArmResult:
+        """The whole arm; never raises for server problems (they become a failed result)."""
+        from harness.load import calibrate_tokenizer
+        from harness.scrape.scraper import Scraper
+
+        steps_done = self.start_step
+        scraper: Scraper | None = None
+        try:
+            try:
+                server = self.launch()
+            except LaunchError as exc:
+                if self.ctx.cancel.is_set():
+                    raise ArmInterrupted from None
+                return self._fail(exc.phase, exc.message, exc.log_tail, steps_done)
+            assert self.spec is not None
+            scraper = Scraper(server.base_url, self.spec.metrics, self.ctx.run.metrics_dir(self.arm.name),
+                              self.ctx.scenario.steps.scrape_interval_s)
+            scraper.start()
+            tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0)
+            warm = _level_for_warmup(self.ctx)
+            if warm is not None:
+                outcome = self._step(server, scraper, tokenizer, WARMUP_STEP, "warmup", warm)
+                if outcome is not None:
+                    return self._fail("step", outcome, self._tail(), steps_done)
+            levels = self.ctx.scenario.steps.levels
+            for index in range(self.start_step, len(levels)):
+                problem = self._step(server, scraper, tokenizer, index, levels[index].label, levels[index])
+                if problem is not None:
+                    return self._fail("step", problem, self._tail(), steps_done)
+                steps_done = index + 1
+            self._after_steps(server, scraper, tokenizer)
+            self.ctx.record_arm(self.arm.name, "completed", steps=steps_done)
+            return ArmResult(self.arm.name, "completed", steps_done)
+        finally:
+            if scraper is not None:
+                scraper.stop()
+            if self.server is not None:
+                self.server.stop()
+                self.ctx.say(f"[{self.arm.name}] server stopped")
+
+    def _after_steps(self, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
+        """Hook for drills (see :mod:`harness.rollout.drills`)."""
+        from harness.rollout.drills import run_drills
+
+        run_drills(self, server, scraper, tokenizer)
+
+    def _tail(self) -> list[str]:
+        return self.server.log_tail(40) if self.server is not None else []
+
+    def _fail(self, phase: str, message: str, tail: list[str], steps_done: int) -> ArmResult:
+        failure = _failure(phase, message, tail)
+        self.ctx.record_arm(self.arm.name, "failed", steps=steps_done, failure=failure)
+        self.ctx.say(f"[{self.arm.name}] FAILED ({phase}): {message}")
+        return ArmResult(self.arm.name, "failed", steps_done, failure)
+
+    def step_run(self, base_url: str, tokenizer: Any, index: int, label: str, level: StepLevel,
+                 **extra: Any) -> Any:
+        """The load generator's request for one step (also used by drills)."""
+        from harness.load import StepRun
+
+        steps = self.ctx.scenario.steps
+        assert self.spec is not None
+        return StepRun(base_url=base_url, served_model=self.spec.served_model_name,
+                       workload=self.ctx.scenario.workload, level=level, step_index=index, step_label=label,
+                       arm=self.arm.name, records_dir=self.ctx.run.records_dir(self.arm.name),
+                       request_timeout_s=steps.request_timeout_s, stream_idle_timeout_s=steps.stream_idle_timeout_s,
+                       drain_timeout_s=steps.drain_timeout_s, max_model_len=self.engine.max_model_len,
+                       tokenizer=tokenizer, **extra)
+
+    def _step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
+              level: StepLevel, **extra: Any) -> str | None:
+        """Run one step; returns a failure message, or None. Raises ArmInterrupted on cancel."""
+        from harness.load import run_step
+
+        if self.ctx.cancel.is_set():
+            raise ArmInterrupted
+        what = "warm-up" if index == WARMUP_STEP else f"step {index} ({label})"
+        self.ctx.say(f"[{self.arm.name}] {what}: " + (f"{level.concurrency} users" if level.concurrency
+                                                      else f"{level.rate_rps} req/s") +
+                     (f" for {level.duration_s:g} s" if level.duration_s else f", {level.requests} requests"))
+        scraper.scrape_now(f"step-{index}-start")
+        req = self.step_run(server.base_url, tokenizer, index, label, level, **extra)
+        outcome = run_step(req, self.ctx.cancel)
+        scraper.scrape_now(f"step-{index}-end")
+        if self.ctx.cancel.is_set() or outcome.interrupted:
+            raise ArmInterrupted
+        dead = not server.alive()
+        entry = {"arm": self.arm.name, "step": index, "label": label, "concurrency": level.concurrency,
+                 "rate_rps": level.rate_rps, "start_ns": outcome.start_ns, "end_ns": outcome.end_ns,
+                 "start_wall_ns": outcome.start_wall_ns, "end_wall_ns": outcome.end_wall_ns,
+                 "warmup": index == WARMUP_STEP, "requests": outcome.requests, "errors": outcome.errors,
+                 "client": outcome.client.model_dump(), "partial": bool(dead or outcome.error),
+                 "error": outcome.error, "recorded_at": time.time()}
+        entry.update({k: v for k, v in extra.items() if k in ("drill", "drill_phase")})
+        self.ctx.record_step(entry)
+        self.ctx.say(f"[{self.arm.name}] {what} done: {outcome.requests} requests, {outcome.errors} errors"
+                     + (f" — client saturated: {outcome.client.note}" if outcome.client.saturated else ""))
+        if dead:
+            how = server.exit_description() or "stopped answering"
+            return f"server {how} during {what}"
+        if outcome.error:
+            return f"{what}: {outcome.error}"
+        return None

@@ -1,0 +1,172 @@
+"""``harness run``: checks, then each arm in order on a fresh server, then the summary and reports.
+
+An arm that fails to start or dies mid-step is recorded as ``failed`` and the run goes on — unless it is the baseline
+(exit 4). Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.checks.host import HostFacts
+from harness.checks.runner import has_errors, run_checks
+from harness.config import Scenario, ScenarioError, load_scenario
+from harness.config.loader import scenario_hash
+from harness.redact import secret_values
+from harness.rollout import journal
+from harness.rollout.arm_runner import ArmInterrupted, ArmResult, ArmRunner
+from harness.rollout.context import RunContext
+from harness.rollout.manifest import new_manifest
+from harness.rollout.signals import cancel_on_signals
+from harness.rundir import RunDir, new_run_id
+from harness.summary import CheckItem, Summary
+
+EXIT_INTERRUPTED = 4
+EXIT_FAILED = 4
+EXIT_BAD_INPUT = 2
+
+
+@dataclass
+class RunOptions:
+    """Options of ``harness run``."""
+
+    out_dir: Path = Path("results")
+    only: list[str] | None = None
+    resume: Path | None = None
+    allow_unpinned: bool = False
+    overrides: tuple[str, ...] = ()
+    host: HostFacts | None = None
+    write_reports: bool = True
+
+
+@dataclass
+class RunResult:
+    """What the run produced."""
+
+    run_dir: Path | None
+    exit_code: int
+    summary: Summary | None = None
+    checks: list[CheckItem] | None = None
+    message: str = ""
+
+
+class BadRunInput(Exception):
+    """Bad input discovered before anything was launched (exit 2)."""
+
+
+def _completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
+    """Arms finished (completed or failed) and completed step counts of unfinished arms, from the journals."""
+    finished = {e["arm"] for e in journal.read(run.root / "arms.jsonl") if e.get("event") in ("completed", "failed")}
+    steps: dict[str, int] = {}
+    for e in journal.read(run.steps):
+        if e.get("warmup") or e.get("partial") or e.get("drill") or int(e.get("step", -1)) < 0:
+            continue
+        steps[e["arm"]] = max(steps.get(e["arm"], 0), int(e["step"]) + 1)
+    return finished, steps
+
+
+def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, RunDir, str, dict[str, Any]]:
+    if opts.resume is not None:
+        run = RunDir(opts.resume)
+        if not run.scenario.is_file() or not run.manifest.is_file():
+            raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
+        scenario = load_scenario(run.scenario)
+        manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
+        return scenario, run, str(manifest["run_id"]), manifest
+    assert scenario_path is not None
+    scenario = load_scenario(scenario_path, opts.overrides)
+    if opts.only:
+        unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
+        if unknown:
+            raise BadRunInput(f"--only: no arm named {', '.join(unknown)}; arms: "
+                              f"{', '.join(a.name for a in scenario.arms)}")
+    run_id = new_run_id(scenario.name)
+    run = RunDir(opts.out_dir / run_id).create()
+    (run.root / "scenario.yaml").write_text(
+        yaml.safe_dump(scenario.model_dump(mode="json", exclude_none=True), sort_keys=False), encoding="utf-8")
+    manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
+    manifest["only"] = opts.only
+    journal.write_json_atomic(run.manifest, manifest)
+    return scenario, run, run_id, manifest
+
+
+def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = print,
+                cancel: threading.Event | None = None) -> RunResult:
+    """Run (or resume) a rollout; never raises for bad input or server failures."""
+    try:
+        scenario, run, run_id, manifest = _prepare(scenario_path, opts)
+    except (ScenarioError, BadRunInput) as exc:
+        return RunResult(None, EXIT_BAD_INPUT, message=str(exc))
+    checks = run_checks(scenario, host=opts.host, mode="run", allow_unpinned=opts.allow_unpinned)
+    journal.write_json_atomic(run.root / "checks.json", [c.model_dump() for c in checks])
+    if has_errors(checks):
+        errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
+                           for c in checks if c.level == "error")
+        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
+    ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
+                     secrets=secret_values(scenario.engine.env), say=say)
+    only = set(manifest.get("only") or opts.only or [a.name for a in scenario.arms])
+    finished, done_steps = _completed_state(run)
+    if opts.resume is not None:
+        manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
+        ctx.save_manifest()
+    results: list[ArmResult] = []
+    with cancel_on_signals(cancel or ctx.cancel) as ev:
+        ctx.cancel = ev
+        for index, arm in enumerate(scenario.arms):
+            if arm.name not in only and index != 0:
+                continue
+            if arm.name in finished:
+                continue
+            runner = ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0))
+            try:
+                result = runner.run()
+            except ArmInterrupted:
+                ctx.record_arm(arm.name, "interrupted")
+                ctx.say(f"interrupted: every server stopped; resume with `harness run --resume {run.root}`")
+                return RunResult(run.root, EXIT_INTERRUPTED, checks=checks,
+                                 message=f"interrupted during arm {arm.name}; resume with "
+                                 f"`harness run --resume {run.root}`")
+            results.append(result)
+            if result.status == "failed" and index == 0:
+                ctx.say("the baseline failed: no comparison is possible; stopping")
+                break
+    return finish(run, opts, say=say, checks=checks)
+
+
+def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[CheckItem] | None = None) -> RunResult:
+    """Build requests.parquet, summary.json and the reports from the run directory."""
+    from harness.load import build_requests_parquet
+    from harness.rollout.summarize import rebuild_summary
+
+    build_requests_parquet(run.root)
+    summary = rebuild_summary(run.root)
+    if opts.write_reports:
+        from harness.report import render_run
+
+        render_run(run.root, summary)
+        _rebuild_index(run.root.parent)
+    else:
+        run.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+    return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
+                     message=f"verdict {summary.verdict}: {summary.verdict_reason}")
+
+
+def _rebuild_index(results_dir: Path) -> None:
+    try:
+        from harness.report.index import build_index
+    except ImportError:
+        return
+    build_index(results_dir)
+
+
+def copy_run(src: Path, dst: Path) -> None:
+    """Copy a run directory (used by tests of `harness report` reproducibility)."""
+    shutil.copytree(src, dst)

@@ -1,0 +1,185 @@
+"""Build ``summary.json`` from a run directory alone (what ``harness report RUN_DIR`` re-runs).
+
+Reads: scenario.yaml, manifest.json, checks.json, arms.jsonl, steps.jsonl, request records, raw scrapes. Only
+requests inside a journaled step's time span count (so an interrupted, resumed step is not counted twice).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from harness.config import load_scenario
+from harness.config.scenario import Scenario
+from harness.rollout import journal
+from harness.rollout.decide import decide_arm, verdict
+from harness.rollout.fit import fit_screen, reuse_share
+from harness.rollout.rule_eval import evaluate_arm_rules
+from harness.rundir import RunDir
+from harness.summary import (
+    ArmFailure,
+    ArmSummary,
+    CheckItem,
+    ClientHealth,
+    DrillResult,
+    LaunchRecord,
+    StepSummary,
+    Summary,
+)
+
+
+def _journaled_requests(df: pd.DataFrame, steps: list[dict[str, Any]]) -> pd.DataFrame:
+    """Keep records whose (arm, step) was journaled and whose send time lies in that step's span."""
+    if df.empty:
+        return df
+    keep = np.zeros(len(df), dtype=bool)
+    arm_col, step_col, send = df["arm"].to_numpy(), df["step"].to_numpy(), df["send_ns"].to_numpy()
+    for e in steps:
+        mask = (arm_col == e["arm"]) & (step_col == int(e["step"])) & (send >= int(e["start_ns"])) & \
+            (send <= int(e["end_ns"]))
+        keep |= mask
+    return df[keep].reset_index(drop=True)
+
+
+def _arm_status(events: list[dict[str, Any]], arm: str) -> tuple[bool, ArmFailure | None, dict[str, Any]]:
+    """(ran to a final state, failure, last 'ready' identity) from arms.jsonl."""
+    ran = False
+    failure: ArmFailure | None = None
+    info: dict[str, Any] = {}
+    for e in events:
+        if e.get("arm") != arm:
+            continue
+        if e.get("event") == "completed":
+            ran, failure = True, None
+        elif e.get("event") == "failed":
+            ran = True
+            f = e.get("failure") or {}
+            failure = ArmFailure(phase=f.get("phase", "harness"), message=str(f.get("message", "unknown")),
+                                 log_tail=[str(x) for x in f.get("log_tail", [])])
+        elif e.get("event") == "starting":
+            info["command"] = e.get("command")
+    return ran, failure, info
+
+
+def _launch_record(manifest: dict[str, Any], arm: str, run: RunDir, launcher: str) -> LaunchRecord | None:
+    launches = [entry for entry in manifest.get("launches", []) if entry.get("arm") == arm]
+    if not launches:
+        return None
+    last = launches[-1]
+    compose = run.compose(arm)
+    return LaunchRecord(command=last["command"], image=last.get("image"), image_digest=last.get("image_digest"),
+                        launcher=launcher, config_files=last.get("config_files", {}),
+                        env_keys=last.get("env_keys", []),
+                        compose_file=str(compose.relative_to(run.root)) if compose.exists() else None)
+
+
+def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, steps: list[StepSummary],
+                 spans: dict[int, dict[str, Any]]) -> list[str]:
+    from harness.scrape.catalog import catalog_for_engine
+    from harness.scrape.samples import describe_missing, step_server_stats
+    from harness.scrape.series import load_scrapes
+
+    metrics_dir = run.metrics_dir(arm_name)
+    if not metrics_dir.exists():
+        return []
+    catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image, sim_flavor=scenario.engine.sim_flavor)
+    series = load_scrapes(metrics_dir)
+    missing: list[str] = []
+    for step in steps:
+        span = spans.get(step.index)
+        if span is None:
+            continue
+        server, hits = step_server_stats(series, catalog, int(span["start_ns"]), int(span["end_ns"]), offload=offload)
+        step.server, step.hit_tokens = server, hits
+        missing += describe_missing([*server.missing, *hits.missing])
+    return sorted(set(missing))
+
+
+def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
+    if df.empty or "cached_tokens" not in df:
+        return None
+    cached = pd.to_numeric(df["cached_tokens"], errors="coerce").dropna()
+    cached = cached[cached > 0]
+    return float(cached.median()) if len(cached) else None
+
+
+def rebuild_summary(run_dir: Path) -> Summary:
+    """Compute the summary from the files in ``run_dir``."""
+    from harness.analysis import derive_latencies, load_requests, step_table, windows
+
+    run = RunDir(run_dir)
+    scenario = load_scenario(run.scenario)
+    manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
+    checks_path = run.root / "checks.json"
+    checks = [CheckItem.model_validate(c) for c in json.loads(checks_path.read_text(encoding="utf-8"))] \
+        if checks_path.exists() else []
+    events = journal.read(run.root / "arms.jsonl")
+    step_entries = [e for e in journal.read(run.steps) if not e.get("drill")]
+    df = derive_latencies(load_requests(run.root))
+    df = _journaled_requests(df, [e for e in step_entries if int(e["step"]) >= 0])
+    arms: list[ArmSummary] = []
+    all_missing: list[str] = []
+    warnings: list[str] = []
+    prev_breaches: set[str] = set()
+    for index, arm in enumerate(scenario.arms):
+        ran, failure, _info = _arm_status(events, arm.name)
+        arm_df = df[df["arm"] == arm.name] if not df.empty else df
+        spans = {int(e["step"]): e for e in step_entries if e["arm"] == arm.name and int(e["step"]) >= 0}
+        steps = step_table(arm_df, scenario.slo) if not arm_df.empty else []
+        for step in steps:
+            span = spans.get(step.index)
+            if span is not None and span.get("client"):
+                step.client = ClientHealth.model_validate(span["client"])
+                if step.client.saturated:
+                    warnings.append(f"{arm.name} step {step.index}: load generator saturated ({step.client.note})")
+        offload = arm.tier != "gpu-only"
+        all_missing += _server_side(run, scenario, arm.name, offload, steps, spans)
+        wins = windows(arm_df, scenario.rules.window_s) if not arm_df.empty else []
+        base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
+        prev = arms[-1] if arms else None
+        rules, wins, breaches = evaluate_arm_rules(scenario, arm, index, arm_df, base_df, wins, steps,
+                                                   prev.steps if prev else [], prev.name if prev else None)
+        decision, reasons = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(steps),
+                                       rules=rules, prev_budget_breaches=prev_breaches,
+                                       prev_name=prev.name if prev else None)
+        prev_breaches = breaches
+        arms.append(ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
+                               cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
+                               launch=_launch_record(manifest, arm.name, run, scenario.engine_for(arm).effective_launcher),
+                               steps=steps, rules=rules, windows=wins, failure=failure))
+    base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
+    hash_lists = base_df["hash_ids"].tolist() if "hash_ids" in base_df else []
+    fit = fit_screen(scenario, arms[0] if arms else None, checks, reuse_share(hash_lists),
+                     _typical_prefix_tokens(df[df["arm"] != scenario.arms[0].name] if not df.empty else df))
+    outcome = verdict(arms)
+    drills = [DrillResult.model_validate(d) for d in journal.read(run.root / "drills.jsonl")]
+    if manifest.get("resumed"):
+        warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
+                        "did not carry over into the resumed steps")
+    return Summary(
+        run_id=manifest["run_id"], scenario=scenario.name, scenario_hash=manifest.get("scenario_hash", ""),
+        engine=scenario.engine.kind, model=scenario.engine.model, simulated=scenario.engine.kind == "sim",
+        verdict=outcome.verdict, recommended_arm=outcome.recommended_arm, exit_code=outcome.exit_code,
+        verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
+        finished_at=_finished_at(events), caches_carry_over_between_steps=True,
+        slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks, drills=drills,
+        warnings=warnings, missing_metrics=sorted(set(all_missing)), host=manifest.get("host", {}),
+        versions=manifest.get("versions", {}), files=_files(run),
+    )
+
+
+def _finished_at(events: list[dict[str, Any]]) -> str:
+    """When the last arm event was journaled (from the files, so a rebuild reproduces it)."""
+    stamps = [str(e["at"]) for e in events if e.get("at")]
+    return max(stamps) if stamps else ""
+
+
+def _files(run: RunDir) -> dict[str, str]:
+    names = ["manifest.json", "scenario.yaml", "requests.parquet", "steps.jsonl", "arms.jsonl", "checks.json",
+             "metrics", "logs", "compose", "summary.json", "summary.md", "junit.xml", "report.html"]
+    return {n: n for n in names if (run.root / n).exists() or n in ("summary.json", "summary.md", "junit.xml",
+                                                                      "report.html")}
