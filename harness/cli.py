@@ -33,7 +33,8 @@ SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a fiel
 
 
 @app.command()
-def plan(scenario: ScenarioArg, json_out: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+def plan(scenario: ScenarioArg,
+         json_out: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
          allow_unpinned: Annotated[bool, typer.Option(help="accept images without a pinned version")] = False,
          set_: SetOpt = None) -> None:
     """Show the arms, their exact launch commands and configs, the check results and the estimated duration."""

@@ -82,15 +82,23 @@ class ArmRunner:
         self.server: RunningServer | None = None
         self.spec: LaunchSpec | None = None
 
-    def launch(self) -> RunningServer:
-        """Start a fresh server and wait until it is ready; raises LaunchError."""
+    def launch(self, *, keep_disk_tier: bool = False, host_port: int | None = None) -> RunningServer:
+        """Start a fresh server and wait until it is ready; raises LaunchError.
+
+        A fresh arm starts with an empty disk tier (caches never carry over between arms or runs); a restart
+        drill keeps it (``keep_disk_tier``). Only directories the harness marked as its own are ever emptied."""
         engine = self.engine
         for tier in self.arm.fs_tiers():
             try:
                 disk_tier.claim(Path(tier.root_dir), self.ctx.run_id)
-            except disk_tier.DiskTierError as exc:
+                if not keep_disk_tier:
+                    removed = disk_tier.clear_contents(Path(tier.root_dir))
+                    if removed:
+                        self.ctx.say(f"[{self.arm.name}] emptied disk tier {tier.root_dir} ({removed} entries "
+                                     "from an earlier arm or run)")
+            except (disk_tier.DiskTierError, OSError) as exc:
                 raise LaunchError(f"disk tier: {exc}", phase="start") from None
-        spec = build_launch_spec(engine, self.arm, host_port=_host_port(engine))
+        spec = build_launch_spec(engine, self.arm, host_port=host_port or _host_port(engine))
         spec = spec.model_copy(update={"env": resolve_env(spec.env)})
         self.spec = spec
         launcher = launcher_for(engine.effective_launcher)

@@ -39,7 +39,8 @@ class LiveOutput:
         self.console.print(f"\nverdict: [{style}]{summary.verdict.upper()}[/]{sim} — {escape(summary.verdict_reason)}",
                            highlight=False)
         for arm in summary.arms:
-            self.console.print(f"  {escape(arm.name):20} {arm.decision:8} {escape(arm.reasons[0] if arm.reasons else '')}",
+            first = arm.reasons[0] if arm.reasons else ""
+            self.console.print(f"  {escape(arm.name):20} {arm.decision:8} {escape(first)}",
                                highlight=False, soft_wrap=True)
         root = result.run_dir
         self.console.print(f"report: {escape(str(root / 'report.html'))}\nsummary: {escape(str(root / 'summary.json'))}"

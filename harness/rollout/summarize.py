@@ -17,6 +17,7 @@ from harness.config import load_scenario
 from harness.config.scenario import Scenario
 from harness.rollout import journal
 from harness.rollout.decide import decide_arm, verdict
+from harness.rollout.drill_summary import drill_results
 from harness.rollout.fit import fit_screen, reuse_share
 from harness.rollout.rule_eval import evaluate_arm_rules
 from harness.rundir import RunDir
@@ -25,7 +26,6 @@ from harness.summary import (
     ArmSummary,
     CheckItem,
     ClientHealth,
-    DrillResult,
     LaunchRecord,
     StepSummary,
     Summary,
@@ -119,7 +119,8 @@ def rebuild_summary(run_dir: Path) -> Summary:
         if checks_path.exists() else []
     events = journal.read(run.root / "arms.jsonl")
     step_entries = [e for e in journal.read(run.steps) if not e.get("drill")]
-    df = derive_latencies(load_requests(run.root))
+    raw_df = load_requests(run.root)
+    df = derive_latencies(raw_df)
     df = _journaled_requests(df, [e for e in step_entries if int(e["step"]) >= 0])
     arms: list[ArmSummary] = []
     all_missing: list[str] = []
@@ -149,14 +150,16 @@ def rebuild_summary(run_dir: Path) -> Summary:
         prev_breaches = breaches
         arms.append(ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
                                cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
-                               launch=_launch_record(manifest, arm.name, run, scenario.engine_for(arm).effective_launcher),
+                               launch=_launch_record(manifest, arm.name, run,
+                                                     scenario.engine_for(arm).effective_launcher),
                                steps=steps, rules=rules, windows=wins, failure=failure))
     base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
     hash_lists = base_df["hash_ids"].tolist() if "hash_ids" in base_df else []
     fit = fit_screen(scenario, arms[0] if arms else None, checks, reuse_share(hash_lists),
                      _typical_prefix_tokens(df[df["arm"] != scenario.arms[0].name] if not df.empty else df))
     outcome = verdict(arms)
-    drills = [DrillResult.model_validate(d) for d in journal.read(run.root / "drills.jsonl")]
+    all_df = derive_latencies(raw_df) if scenario.drills else df
+    drills = drill_results(run.root, scenario, all_df)
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
                         "did not carry over into the resumed steps")
