@@ -72,7 +72,8 @@ def _promotion_cost(scenario: Scenario, typical_prefix_tokens: float | None) -> 
     gbps = scenario.checks.host_to_device_gbps
     ms = typical_prefix_tokens * kv / (gbps * 1e9) * 1e3
     mib = typical_prefix_tokens * kv / 2**20
-    text = (f"promoting a typical reused prefix of {typical_prefix_tokens:.0f} tokens ({mib:.0f} MiB of KV) at {gbps:g} GB/s takes ~{ms:.1f} ms against a p99 TTFT budget of {budget:.0f} ms")
+    text = (f"promoting a typical reused prefix of {typical_prefix_tokens:.0f} tokens ({mib:.0f} MiB of KV) at "
+            f"{gbps:g} GB/s takes ~{ms:.1f} ms against a p99 TTFT budget of {budget:.0f} ms")
     if ms > 0.5 * budget:
         return FitItem(name="promotion-fits-ttft-budget", status="warn", evidence=text + ": the transfer path "
                        "alone eats over half the budget")
