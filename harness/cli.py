@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 
 from harness.config import ScenarioError, load_scenario
+from harness.summary import Summary
 
 EXIT_BAD_INPUT = 2
 
@@ -103,6 +104,23 @@ def sim(ctx: typer.Context) -> None:
     from harness.sim.cli import sim_app
 
     sim_app(args=list(ctx.args), prog_name="harness sim")
+
+
+def _rebuild_summary(run_dir: Path) -> Summary:
+    from harness.rollout.summarize import rebuild_summary  # pandas is imported only when a report is rebuilt
+
+    return rebuild_summary(run_dir)
+
+
+def _register_report_commands() -> None:
+    from harness.report.commands import compare_command, index_command, make_report_command
+
+    app.command("report")(make_report_command(_rebuild_summary))
+    app.command("compare")(compare_command)
+    app.command("index")(index_command)
+
+
+_register_report_commands()
 
 
 def main() -> None:

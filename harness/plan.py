@@ -32,6 +32,7 @@ class ArmPlan(BaseModel):
     image: str | None
     config_files: dict[str, str] = Field(default_factory=dict)
     env_keys: list[str] = Field(default_factory=list)
+    volumes: list[str] = Field(default_factory=list, description="HOST:CONTAINER[:ro] (purpose), docker only")
     error: str | None = None
 
 
@@ -40,6 +41,7 @@ class Plan(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     scenario: str
+    source_file: str | None = None
     engine: str
     model: str
     simulated: bool
@@ -89,11 +91,14 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
             arms.append(ArmPlan(**base, command="", argv=[], error=spec))
             checks.append(CheckItem(name="launch-spec", level="error", arm=arm.name, message=spec))
             continue
+        volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''} ({v.purpose})"
+                   for v in spec.volumes] if engine.effective_launcher == "docker" else []
         arms.append(ArmPlan(**base, command=spec.command_line(), argv=spec.argv(),
                             config_files={c.name: c.content for c in spec.config_files},
-                            env_keys=sorted(spec.env)))
+                            env_keys=sorted(spec.env), volumes=volumes))
     duration, note = estimate_duration_s(scenario)
-    return Plan(scenario=scenario.name, engine=scenario.engine.kind, model=scenario.engine.model,
+    return Plan(scenario=scenario.name, source_file=scenario.source_file, engine=scenario.engine.kind,
+                model=scenario.engine.model,
                 simulated=scenario.engine.kind == "sim", arms=arms,
                 steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
                        for lvl in scenario.steps.levels],

@@ -14,7 +14,8 @@ _LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
 def print_plan(plan: Plan, console: Console) -> None:
     """Print the plan."""
     sim = " [bold magenta](SIMULATED engine)[/]" if plan.simulated else ""
-    console.print(f"[bold]Scenario[/] {escape(plan.scenario)} — engine {plan.engine}, model "
+    source = f" ({escape(plan.source_file)})" if plan.source_file else ""
+    console.print(f"[bold]Scenario[/] {escape(plan.scenario)}{source} — engine {plan.engine}, model "
                   f"{escape(plan.model)}{sim}")
     table = Table(title="Arms (run in order, each on a fresh server)")
     for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
@@ -33,8 +34,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print("  " + escape(arm.command), soft_wrap=True, highlight=False)
         if arm.image:
             console.print(f"  image: {escape(arm.image)}")
+        for volume in arm.volumes:
+            console.print(f"  volume: {escape(volume)}", highlight=False)
         if arm.env_keys:
-            console.print(f"  env (values not shown): {escape(', '.join(arm.env_keys))}")
+            console.print(f"  env (values not shown): {escape(', '.join(arm.env_keys))}", soft_wrap=True,
+                          highlight=False)
         for name, content in arm.config_files.items():
             console.print(f"  [bold]{escape(name)}[/]:")
             for line in content.splitlines():
@@ -42,10 +46,13 @@ def print_plan(plan: Plan, console: Console) -> None:
     console.print("\n[bold]Checks[/]")
     for item in plan.checks:
         style = _LEVEL_STYLE[item.level]
-        arm = " " + escape(f"[{item.arm}]") if item.arm else ""
-        console.print(f"  [{style}]{item.level:5}[/] {item.name}{arm}: {escape(item.message)}", soft_wrap=True,
+        arm_tag = " " + escape(f"[{item.arm}]") if item.arm else ""
+        console.print(f"  [{style}]{item.level:5}[/] {item.name}{arm_tag}: {escape(item.message)}", soft_wrap=True,
                       highlight=False)
     minutes = plan.estimated_duration_s / 60
     console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({plan.duration_note})" if plan.duration_note
                                                                   else ""))
-    console.print("[green]plan ok[/]" if plan.ok else "[bold red]plan has errors: fix them before `harness run`[/]")
+    where = f" in {escape(plan.source_file)}" if plan.source_file else ""
+    errors = sum(1 for item in plan.checks if item.level == "error")
+    console.print("[green]plan ok[/]" if plan.ok else
+                  f"[bold red]plan has {errors} error(s){where}: fix them before `harness run`[/]", highlight=False)

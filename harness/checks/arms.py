@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.config.arms import TIER_ORDER, Arm, NoOffload, TrtllmKvCache, VllmConnectorOffload
+from harness.config.arms import TIER_ORDER, Arm, TrtllmKvCache, VllmConnectorOffload
 from harness.config.scenario import Scenario
 from harness.engines import adapter_for
 from harness.summary import CheckItem
@@ -50,28 +50,43 @@ def _tier_matches_offload(scenario: Scenario, index: int, arm: Arm) -> list[Chec
     off = arm.offload
     where = f"arms[{index}].offload"
     adapter = adapter_for(kind)
-    if off.kind not in adapter.supported_offload:
-        return [CheckItem(name="offload-form", level="error", arm=arm.name,
-                          message=f"{where}: kind {off.kind} is not a {kind} setting; valid for {kind}: "
-                          f"{', '.join(adapter.supported_offload)}")]
+    out: list[CheckItem] = []
     if arm.tier == "tiered" and not adapter.supports_disk_tier:
-        return [CheckItem(name="tiered-trtllm", level="error", arm=arm.name,
-                          message=f"arms[{index}] ({arm.name}) is tiered, but only host-memory offload "
-                          "(kv_cache_config.host_cache_size) is configured for TensorRT-LLM; use tier cpu")]
+        out.append(CheckItem(name="tiered-trtllm", level="error", arm=arm.name,
+                             message=f"arms[{index}] ({arm.name}) is tier tiered, but only host-memory offload "
+                             "(kv_cache_config.host_cache_size) is configured for TensorRT-LLM, so there is no disk "
+                             "tier to test; use tier cpu with offload kind trtllm"))
+    kinds = adapter.offload_kinds(scenario.engine_for(arm))
+    if off.kind not in kinds:
+        label = f"{kind} (sim_flavor {scenario.engine.sim_flavor})" if kind == "sim" else kind
+        out.append(CheckItem(name="offload-form", level="error", arm=arm.name,
+                             message=f"{where}.kind: {off.kind} is not a {label} setting; valid for {label}: "
+                             f"{', '.join(kinds)}"))
+    if out:
+        return out
     has_cpu = arm.cpu_tier_bytes() > 0
     has_disk = bool(arm.fs_tiers())
     if arm.tier == "gpu-only" and (has_cpu or has_disk):
         return [CheckItem(name="tier-offload", level="error", arm=arm.name,
-                          message=f"{where}: a gpu-only arm must not configure offload (set kind: none)")]
+                          message=f"{where}: a gpu-only arm must not configure offload (use kind: none"
+                          + (", or kind: trtllm with host_cache_size: 0)" if kind == "trtllm" else ")"))]
     if arm.tier == "cpu" and (not has_cpu or has_disk):
+        need = "a CPU tier and no secondary tier" if has_disk else "a CPU tier"
         return [CheckItem(name="tier-offload", level="error", arm=arm.name,
-                          message=f"{where}: a cpu arm needs a CPU tier and no secondary tier "
-                          "(vllm-native, vllm-connector with CPUOffloadingSpec, or trtllm host_cache_size > 0)")]
+                          message=f"{where}: a cpu arm needs {need}; valid: "
+                          + _CPU_FORMS.get(kind, "vllm-native, vllm-connector (CPUOffloadingSpec) or trtllm "
+                                           "(host_cache_size > 0)"))]
     if arm.tier == "tiered" and not (isinstance(off, VllmConnectorOffload) and has_disk):
         return [CheckItem(name="tier-offload", level="error", arm=arm.name,
                           message=f"{where}: a tiered arm needs kind vllm-connector with spec_name "
-                          "TieringOffloadingSpec and an fs secondary tier")]
+                          "TieringOffloadingSpec and an fs entry in secondary_tiers")]
     return []
+
+
+_CPU_FORMS = {
+    "vllm": "kind vllm-native (kv_offloading_size_gib) or kind vllm-connector with spec_name CPUOffloadingSpec",
+    "trtllm": "kind trtllm with host_cache_size > 0 (bytes)",
+}
 
 
 def check_tiers(scenario: Scenario) -> list[CheckItem]:
@@ -89,6 +104,15 @@ def _trtllm_cache_fields(off: Any) -> dict[str, Any]:
     return {k: v for k, v in kv.model_dump().items() if k not in TRTLLM_OFFLOAD_FIELDS and k != "kind"}
 
 
+def _engine_field_path(scenario: Scenario, index: int, field: str) -> str:
+    """Where a differing engine field is set: the arm's override, else the baseline's, else the engine section."""
+    if field in scenario.arms[index].engine:
+        return f"arms[{index}].engine.{field}"
+    if field in scenario.arms[0].engine:
+        return f"arms[0].engine.{field}"
+    return f"engine.{field}"
+
+
 def check_one_dimension(scenario: Scenario) -> list[CheckItem]:
     """Every arm equals the baseline except cache and offload settings; name each differing field."""
     out: list[CheckItem] = []
@@ -99,17 +123,35 @@ def check_one_dimension(scenario: Scenario) -> list[CheckItem]:
         changed = sorted(k for k in engine if engine[k] != base_engine[k] and k not in ALLOWED_ENGINE_OVERRIDES)
         for field in changed:
             out.append(CheckItem(name="one-dimension", level="error", arm=arm.name,
-                                 message=f"arms[{i}].engine.{field} differs from the baseline "
+                                 message=f"{_engine_field_path(scenario, i, field)} differs from the baseline "
                                  f"({base_engine[field]!r} -> {engine[field]!r}); only cache/offload settings may "
-                                 "change between arms"))
-        if isinstance(arm.offload, TrtllmKvCache | NoOffload) and scenario.engine.kind == "trtllm":
+                                 "change between arms, so remove the override"))
+        if isinstance(arm.offload, TrtllmKvCache) or isinstance(base.offload, TrtllmKvCache):
             a, b = _trtllm_cache_fields(base.offload), _trtllm_cache_fields(arm.offload)
             for field in sorted(k for k in a if a[k] != b[k]):
                 out.append(CheckItem(name="one-dimension", level="warn", arm=arm.name,
                                      message=f"arms[{i}].offload.{field} differs from the baseline "
                                      f"({a[field]!r} -> {b[field]!r}); a cache setting besides the offload "
                                      "tier changed, so the comparison is not one dimension at a time"))
+    out += _tier_steps(scenario)
     if not out:
         out.append(CheckItem(name="one-dimension", level="ok",
                              message="arms differ from the baseline only in offload settings"))
+    return out
+
+
+def _tier_steps(scenario: Scenario) -> list[CheckItem]:
+    """A tiered arm should keep the CPU tier of the cpu arm before it, so only the disk tier is new."""
+    out: list[CheckItem] = []
+    last_cpu: tuple[int, Arm] | None = None
+    for i, arm in enumerate(scenario.arms):
+        if arm.tier == "cpu":
+            last_cpu = (i, arm)
+        elif arm.tier == "tiered" and last_cpu is not None:
+            j, cpu = last_cpu
+            if arm.cpu_tier_bytes() != cpu.cpu_tier_bytes():
+                out.append(CheckItem(name="one-dimension", level="warn", arm=arm.name,
+                                     message=f"arms[{i}] ({arm.name}) has a {arm.cpu_tier_bytes()}-byte CPU tier but "
+                                     f"arms[{j}] ({cpu.name}) has {cpu.cpu_tier_bytes()}; keep the CPU tier equal so "
+                                     "the tiered arm changes only the disk tier"))
     return out

@@ -59,9 +59,9 @@ class OsHostFacts:
         if shutil.which("nvidia-smi") is None and not os.path.exists("/dev/nvidiactl"):
             return False, "no NVIDIA driver found (nvidia-smi missing, /dev/nvidiactl absent)"
         try:
-            from harness.launch.docker import gpu_runtime_available
-        except ImportError:
-            return True, "NVIDIA driver present (Docker runtime not checked)"
+            from harness.launch.docker_host import gpu_runtime_available
+        except ImportError:  # the Docker SDK is missing: say what we know
+            return True, "NVIDIA driver present (Docker runtime not checked: the docker package is missing)"
         return gpu_runtime_available()
 
 

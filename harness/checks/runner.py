@@ -19,6 +19,8 @@ ALL_CHECKS: dict[str, Check] = {
     "tier-offload": lambda s, h, m, u: arms.check_tiers(s),
     "one-dimension": lambda s, h, m, u: arms.check_one_dimension(s),
     "weight-offload": lambda s, h, m, u: engine.check_weight_offload(s),
+    "extra-args": lambda s, h, m, u: engine.check_extra_args(s),
+    "served-name": lambda s, h, m, u: engine.check_served_name(s),
     "lengths": lambda s, h, m, u: engine.check_lengths(s),
     "host-headroom": lambda s, h, m, u: resources.check_host_headroom(s, h),
     "disk-tier": lambda s, h, m, u: resources.check_disk_tiers(s, h),

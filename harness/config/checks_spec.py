@@ -15,3 +15,8 @@ class ChecksSpec(StrictModel):
     disk_reserve_gib: float = Field(default=10.0, ge=0, le=1_000_000, description="free disk kept beside a disk tier")
     allow_unpinned: bool = Field(default=False, description="accept images without a pinned version tag")
     allow_weight_offload: bool = Field(default=False, description="accept --cpu-offload-gb (weight offload)")
+    kv_bytes_per_token: int | None = Field(default=None, ge=1, le=1 << 30, description="KV bytes per token of the "
+                                           "model (2 x layers x KV heads x head dim x dtype bytes), for the fit "
+                                           "screen's promotion-cost estimate")
+    host_to_device_gbps: float = Field(default=25.0, gt=0, le=10_000, description="effective host-to-GPU GB/s "
+                                       "(PCIe Gen4 x16 ~25, Gen5 ~50)")

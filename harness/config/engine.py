@@ -14,6 +14,8 @@ LauncherKind = Literal["docker", "process"]
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
+# docker run --gpus: 'all', a count, or device ids ('0,1', 'device=2', GPU UUIDs).
+_GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
 
 
 class EngineSpec(StrictModel):
@@ -23,7 +25,8 @@ class EngineSpec(StrictModel):
     launcher: LauncherKind | None = Field(
         default=None, description="docker (containers on a GPU box) or process (local); default: docker for "
         "vllm/trtllm, process for sim")
-    image: str | None = Field(default=None, description="container image with a pinned tag, e.g. vllm/vllm-openai:v0.32.0")
+    image: str | None = Field(default=None, description="container image with a pinned tag, e.g. "
+                              "vllm/vllm-openai:v0.32.0")
     image_digest: str | None = Field(default=None, description="expected sha256 digest of the image (recorded anyway)")
     model: str = Field(min_length=1, description="model id or path as the engine takes it")
     served_model_name: str | None = None
@@ -55,6 +58,13 @@ class EngineSpec(StrictModel):
     def _digest_format(cls, value: str | None) -> str | None:
         if value is not None and not _DIGEST_RE.match(value):
             raise ValueError("must look like sha256:<64 hex characters>")
+        return value
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_format(cls, value: str) -> str:
+        if not _GPUS_RE.match(value.strip()):
+            raise ValueError("use 'all', a count such as '2', or device ids such as '0,1' or 'device=3'")
         return value
 
     @field_validator("shm_size")

@@ -38,6 +38,7 @@ class BudgetRule(StrictModel):
     of_last: int = Field(default=5, ge=1, le=10_000, description="... out of the last M windows")
     critical: bool = Field(default=False, description="a sustained breach vetoes the arm on its own")
     dry_run: bool = Field(default=False, description="reported, never decides")
+    arms: list[str] | None = Field(default=None, description="arms the rule applies to (default: every arm)")
 
     @model_validator(mode="after")
     def _n_of_m(self) -> BudgetRule:
@@ -62,6 +63,7 @@ class RegressionRule(StrictModel):
     min_samples: int = Field(default=30, ge=3, le=10_000_000)
     critical: bool = False
     dry_run: bool = False
+    arms: list[str] | None = Field(default=None, description="arms the rule applies to (default: every tier arm)")
 
     @property
     def label(self) -> str:

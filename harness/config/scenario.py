@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, model_validator
 
 from harness.config.arms import Arm
 from harness.config.base import StrictModel
 from harness.config.checks_spec import ChecksSpec
 from harness.config.drills import Drill
 from harness.config.engine import EngineSpec
+from harness.config.errors import explain
 from harness.config.rules import RulesSpec, SloSpec
 from harness.config.steps import StepsSpec
 from harness.config.workload import WorkloadSpec
@@ -29,6 +30,7 @@ class Scenario(StrictModel):
     rules: RulesSpec = Field(default_factory=RulesSpec)
     drills: list[Drill] = Field(default_factory=list)
     checks: ChecksSpec = Field(default_factory=ChecksSpec)
+    _source_file: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _arm_overrides_are_engine_fields(self) -> Scenario:
@@ -38,7 +40,39 @@ class Scenario(StrictModel):
             if unknown:
                 raise ValueError(f"arms[{i}].engine has unknown field(s) {', '.join(unknown)}; "
                                  f"valid: {', '.join(sorted(known))}")
+            if arm.engine:
+                merged = {**self.engine.model_dump(), **arm.engine}
+                try:
+                    EngineSpec.model_validate(merged)
+                except ValidationError as exc:
+                    path, msg = explain(dict(exc.errors()[0]), EngineSpec)
+                    raise ValueError(f"arms[{i}].engine.{path}: {msg}" if path else
+                                     f"arms[{i}].engine: {msg}") from None
         return self
+
+    @model_validator(mode="after")
+    def _arm_references_exist(self) -> Scenario:
+        names = [a.name for a in self.arms]
+        valid = ", ".join(names)
+        refs: list[tuple[str, str]] = [(f"drills[{i}].arm", d.arm) for i, d in enumerate(self.drills)
+                                       if d.arm is not None]
+        rule_arms = [(f"rules.budgets[{i}]", r.arms) for i, r in enumerate(self.rules.budgets)]
+        rule_arms += [(f"rules.regression[{i}]", r.arms) for i, r in enumerate(self.rules.regression)]
+        for where, arms in rule_arms:
+            refs += [(f"{where}.arms[{j}]", name) for j, name in enumerate(arms or [])]
+        for path, name in refs:
+            if name not in names:
+                raise ValueError(f"{path}: {name!r} is not an arm of this scenario; arms: {valid}")
+        return self
+
+    def set_source_file(self, path: str | None) -> None:
+        """Remember the file this scenario came from (set by the loader; shown by ``harness plan``)."""
+        self._source_file = path
+
+    @property
+    def source_file(self) -> str | None:
+        """The file the scenario was loaded from, when known (not part of the dumped scenario or its hash)."""
+        return self._source_file
 
     def arm(self, name: str) -> Arm:
         """The arm with this name (KeyError if absent)."""

@@ -23,7 +23,11 @@ class TokenRange(StrictModel):
 
 
 class RequestClass(StrictModel):
-    """A class of requests (e.g. short chat, long document question) with a mixing weight."""
+    """A class of requests (e.g. short chat, long document question) with a mixing weight.
+
+    ``prompt_tokens`` is the whole prompt (shared prefix included; a prefix longer than the drawn length is
+    cut); for a multi-turn session it is the new user text of each turn, and the history grows on top of it.
+    """
 
     name: str = Field(min_length=1, max_length=64)
     weight: float = Field(gt=0, le=1_000_000)
@@ -53,7 +57,8 @@ class RagScaffold(StrictModel):
     @model_validator(mode="after")
     def _k_of_m(self) -> RagScaffold:
         if self.docs_per_request > self.documents:
-            raise ValueError(f"docs_per_request ({self.docs_per_request}) exceeds documents ({self.documents})")
+            raise ValueError(f"docs_per_request ({self.docs_per_request}) exceeds documents "
+                             f"({self.documents})")
         return self
 
 
@@ -79,7 +84,8 @@ class ReuseSpec(StrictModel):
     rag: RagScaffold | None = None
     sessions: Sessions | None = None
     documents: Documents | None = None
-    unique_fraction: float = Field(default=0.0, ge=0, le=1, description="share of requests with no shared prefix")
+    unique_fraction: float = Field(default=0.0, ge=0, le=1,
+                                   description="share of requests with no shared prefix")
 
 
 class TraceSource(StrictModel):
@@ -91,6 +97,12 @@ class TraceSource(StrictModel):
     speed: float = Field(default=1.0, gt=0, le=10_000)
     on_bad_line: Literal["skip", "stop"] = "stop"
     max_requests: int | None = Field(default=None, ge=1)
+    block_tokens: int = Field(default=512, ge=1, le=1_000_000, description="tokens per hash_ids block "
+                              "(512 in the published Mooncake traces)")
+    share_across_steps: bool = Field(default=False, description="false: every step replays the trace with "
+                                     "fresh block contents (sharing only inside the step); true: the same "
+                                     "blocks in every step, so later steps find earlier steps' prefixes "
+                                     "cached")
 
 
 class WorkloadSpec(StrictModel):
@@ -103,6 +115,8 @@ class WorkloadSpec(StrictModel):
     trace: TraceSource | None = None
     ignore_eos: bool = Field(default=True, description="ask for exactly the planned output length")
     temperature: float = Field(default=0.0, ge=0, le=2)
+    hash_block_tokens: int = Field(default=512, ge=1, le=1_000_000, description="block size of the chained "
+                                   "prefix hashes written with every request record (for the trace analyser)")
 
     @model_validator(mode="after")
     def _source(self) -> WorkloadSpec:
@@ -112,4 +126,16 @@ class WorkloadSpec(StrictModel):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"request class names must be unique; repeated: {', '.join(dupes)}")
+        configured = {"system_prompt": self.reuse.system_prompts, "rag": self.reuse.rag,
+                      "session": self.reuse.sessions, "document": self.reuse.documents}
+        for cls in self.classes:
+            if cls.reuse in configured and configured[cls.reuse] is None:
+                section = {"system_prompt": "system_prompts", "rag": "rag", "session": "sessions",
+                           "document": "documents"}[cls.reuse]
+                raise ValueError(f"request class {cls.name!r} draws its prefix from {cls.reuse!r} but "
+                                 f"workload.reuse.{section} is not configured")
         return self
+
+    def class_names(self) -> list[str]:
+        """Names of the request classes, in scenario order."""
+        return [c.name for c in self.classes]

@@ -20,6 +20,10 @@ class EngineAdapter(Protocol):
         """Build the launch spec for one arm."""
         ...
 
+    def offload_kinds(self, engine: EngineSpec) -> tuple[str, ...]:
+        """The offload kinds this engine, as configured, accepts (the simulator's depend on its flavor)."""
+        ...
+
 
 REGISTRY: dict[str, EngineAdapter] = {}
 
@@ -45,6 +49,6 @@ def build_launch_spec(engine: EngineSpec, arm: Arm, *, host_port: int | None = N
 
 
 def _load_builtin() -> None:
-    if REGISTRY:
-        return
+    # Always import all three: one adapter module imported directly (``harness.engines.vllm``) must not hide the
+    # others. Repeated imports are cached by Python.
     from harness.engines import sim, trtllm, vllm  # noqa: F401  (import registers the adapters)

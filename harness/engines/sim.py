@@ -25,7 +25,15 @@ class SimAdapter:
     supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector", "trtllm")
     supports_disk_tier = True
 
+    def offload_kinds(self, engine: EngineSpec) -> tuple[str, ...]:
+        """The simulator speaks one engine's flags at a time: vLLM's offload kinds or TensorRT-LLM's."""
+        return ("none", "trtllm") if engine.sim_flavor == "trtllm" else ("none", "vllm-native", "vllm-connector")
+
     def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
+        if arm.offload.kind not in self.offload_kinds(engine):
+            need = "trtllm" if isinstance(arm.offload, TrtllmKvCache) else "vllm"
+            raise ValueError(f"arm {arm.name!r}: offload kind {arm.offload.kind!r} is a {need} setting; the simulator "
+                             f"speaks it with engine.sim_flavor: {need} (now {engine.sim_flavor})")
         docker = engine.effective_launcher == "docker"
         port = CONTAINER_PORT if docker else (host_port or engine.port)
         bind = "0.0.0.0" if docker else engine.host

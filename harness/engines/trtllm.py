@@ -1,4 +1,7 @@
-"""TensorRT-LLM adapter: arms -> ``trtllm-serve MODEL --config extra-llm-api.yaml`` with a rendered YAML.
+"""TensorRT-LLM adapter: arms -> ``trtllm-serve MODEL --extra_llm_api_options extra-llm-api.yaml`` (rendered YAML).
+
+``--extra_llm_api_options`` is the option's name in every trtllm-serve release; newer releases add ``--config`` as
+an alias, which the pinned 1.0 images do not know.
 
 The YAML carries ``kv_cache_config`` (``host_cache_size`` bytes turns host offload on) and enables the stats the
 harness scrapes: ``enable_iter_perf_stats`` (JSON iteration stats at ``/metrics``) and ``return_perf_metrics``
@@ -7,6 +10,7 @@ harness scrapes: ``enable_iter_perf_stats`` (JSON iteration stats at ``/metrics`
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
@@ -18,6 +22,7 @@ from harness.engines.spec import ConfigFile, LaunchSpec, MetricsEndpoint, Volume
 
 CONTAINER_PORT = 8000
 CONFIG_PATH = "/harness/extra-llm-api.yaml"
+CONFIG_FLAG = "--extra_llm_api_options"
 CONTAINER_MODEL_CACHE = "/root/.cache/huggingface"
 
 
@@ -53,12 +58,25 @@ def render_config(engine: EngineSpec, arm: Arm) -> str:
     return header + yaml.safe_dump(doc, sort_keys=False)
 
 
+def advertised_model_name(model: str) -> str:
+    """The model name trtllm-serve lists at ``/v1/models`` and expects in requests.
+
+    trtllm-serve has no ``--served-model-name``: it advertises a local model directory by its base name and anything
+    else (a Hugging Face id) as given. An absolute path is taken as a local directory.
+    """
+    return PurePosixPath(model).name if model.startswith("/") else model
+
+
 class TrtllmAdapter:
     """TensorRT-LLM's ``trtllm-serve`` in its NGC container or as a local process."""
 
     kind = "trtllm"
     supported_offload: tuple[str, ...] = ("none", "trtllm")
     supports_disk_tier = False
+
+    def offload_kinds(self, engine: EngineSpec) -> tuple[str, ...]:
+        """Every supported offload kind, whatever the engine settings."""
+        return self.supported_offload
 
     def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
         docker = engine.effective_launcher == "docker"
@@ -74,7 +92,7 @@ class TrtllmAdapter:
             args += ["--max_num_tokens", str(engine.max_num_batched_tokens)]
         if engine.max_model_len is not None:
             args += ["--max_seq_len", str(engine.max_model_len)]
-        args += ["--config", CONFIG_PATH, *engine.extra_args]
+        args += [CONFIG_FLAG, CONFIG_PATH, *engine.extra_args]
         volumes = []
         if docker and engine.model_cache_dir:
             volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
@@ -87,7 +105,7 @@ class TrtllmAdapter:
             readiness_timeout_s=engine.readiness_timeout_s,
             metrics=[MetricsEndpoint(path="/metrics", format="trtllm-json"),
                      MetricsEndpoint(path="/prometheus/metrics", format="prometheus")],
-            served_model_name=engine.name_served,
+            served_model_name=advertised_model_name(engine.model),
         )
 
 

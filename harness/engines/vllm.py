@@ -81,6 +81,10 @@ class VllmAdapter:
     supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector")
     supports_disk_tier = True
 
+    def offload_kinds(self, engine: EngineSpec) -> tuple[str, ...]:
+        """Every supported offload kind, whatever the engine settings."""
+        return self.supported_offload
+
     def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
         docker = engine.effective_launcher == "docker"
         port = CONTAINER_PORT if docker else (host_port or engine.port)

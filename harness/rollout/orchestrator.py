@@ -149,22 +149,22 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
     build_requests_parquet(run.root)
     summary = rebuild_summary(run.root)
     if opts.write_reports:
-        from harness.report import render_run
+        from harness.report.writers import render_run
 
         render_run(run.root, summary)
         _rebuild_index(run.root.parent)
     else:
-        run.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+        from harness.report.writers import summary_json_text
+
+        run.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
     return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
                      message=f"verdict {summary.verdict}: {summary.verdict_reason}")
 
 
 def _rebuild_index(results_dir: Path) -> None:
-    try:
-        from harness.report.index import build_index
-    except ImportError:
-        return
-    build_index(results_dir)
+    from harness.report.index import write_index
+
+    write_index(results_dir)
 
 
 def copy_run(src: Path, dst: Path) -> None:

@@ -1,0 +1,156 @@
+"""Charts over time and by class: windowed p99 with breached windows, TTFT by hit class, and the runs trend."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from harness.report.charts import Chart, load_label
+from harness.report.svg import BREACH_COLOUR, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
+from harness.summary import ArmSummary, Summary
+
+HIT_CLASS_COLOURS = {"mostly-cached": "#009E73", "partial": "#0072B2", "recomputed": "#D55E00"}
+_OTHER_CLASS_COLOUR = "#999999"
+
+
+def _breaches_metric(label: str, metric: str) -> bool:
+    """Whether a breached rule label concerns this metric (labels naming neither TTFT nor ITL concern both)."""
+    low = label.lower()
+    names_one = "ttft" in low or "itl" in low
+    return metric in low or not names_one
+
+
+def _window_panel(ax: Axes, arm: ArmSummary, colour: str, metric: str, budget: float | None) -> bool:
+    field = f"{metric}_p99_ms"
+    pts = [(w.start_s, w.end_s, getattr(w, field), w.breached) for w in arm.windows]
+    for start, end, _, breached in pts:
+        if any(_breaches_metric(b, metric) for b in breached):
+            ax.axvspan(start, end, color=BREACH_COLOUR, alpha=0.18, linewidth=0)
+    xs = [(s + e) / 2 for s, e, v, _ in pts if v is not None]
+    ys = [v for _, _, v, _ in pts if v is not None]
+    if xs:
+        ax.plot(xs, ys, color=colour, marker="o", markersize=2.5, linewidth=1.3)
+        bx = [(s + e) / 2 for s, e, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
+        by = [v for _, _, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
+        if bx:
+            ax.plot(bx, by, linestyle="none", marker="x", markersize=5, color=BREACH_COLOUR)
+    if budget is not None:
+        ax.axhline(budget, color=SLO_COLOUR, linestyle=(0, (6, 3)), linewidth=1.0)
+    # Step boundaries: where a window starts a new step.
+    previous = None
+    for w in arm.windows:
+        if previous is not None and w.step != previous:
+            ax.axvline(w.start_s, color="#888888", linewidth=0.7, linestyle=":")
+        previous = w.step
+    ax.set_ylim(bottom=0)
+    return bool(xs)
+
+
+def windows_chart(summary: Summary) -> Chart:
+    """Windowed p99 TTFT and ITL over each arm's run, breached windows shaded, SLO budgets drawn."""
+    name = "windows"
+    title = "Windowed p99 over time"
+    caption = ("p99 TTFT (left) and ITL (right) in each rule window, per arm, against seconds since the arm's first "
+               "step. Shaded windows with crosses breached a rule; dotted verticals are step boundaries; red dashed "
+               "lines are the SLO p99 budgets.")
+    arms = [a for a in summary.arms if a.windows]
+    if not arms:
+        return Chart(name, title, caption, None, "No windows were recorded.")
+    with chart_style(name):
+        fig = new_figure(9.0, 0.5 + 1.75 * len(arms), top=0.3, hspace=0.55, wspace=0.18)
+        axes = fig.subplots(len(arms), 2, sharex="row", squeeze=False)
+        drawn = False
+        for row, arm in enumerate(arms):
+            colour = arm_colour(summary.arms.index(arm))
+            for col, metric in enumerate(("ttft", "itl")):
+                ax = axes[row][col]
+                drawn |= _window_panel(ax, arm, colour, metric, summary.slo.get(f"{metric}_p99_ms"))
+                ax.set_title(f"{short(arm.name, 28)}: p99 {metric.upper()} (ms)", fontsize=9, loc="left")
+                if row == len(arms) - 1:
+                    ax.set_xlabel("seconds since the arm started")
+        if not drawn:
+            return Chart(name, title, caption, None, "Windows were recorded but none had enough requests for a p99.")
+        handles = [Patch(color=BREACH_COLOUR, alpha=0.3, label="breached window"),
+                   Line2D([], [], color=SLO_COLOUR, linestyle="--", label="SLO p99 budget")]
+        axes[0][1].legend(handles=handles, loc="upper left", fontsize=7.5)
+        return Chart(name, title, caption, to_svg(fig, name))
+
+
+def hit_class_chart(summary: Summary) -> Chart:
+    """TTFT p50 (bar) and p99 (whisker) by hit class, per arm and step."""
+    name = "hit-class"
+    title = "TTFT by hit class"
+    caption = ("TTFT of requests grouped by how much of their prompt was cached (from per-request cached tokens): "
+               "bars are p50, whiskers reach p99, per arm and step.")
+    arms = [a for a in summary.arms if any(s.ttft_by_hit_class for s in a.steps)]
+    if not arms:
+        return Chart(name, title, caption, None, "No per-request cached-token counts were reported.")
+    classes: list[str] = []
+    for arm in arms:
+        for step in arm.steps:
+            for item in step.ttft_by_hit_class:
+                if item.hit_class not in classes:
+                    classes.append(item.hit_class)
+    width = 0.8 / max(1, len(classes))
+    with chart_style(name):
+        fig = new_figure(9.0, 3.2, wspace=0.08)
+        axes = fig.subplots(1, len(arms), sharey=True, squeeze=False)[0]
+        for ax, arm in zip(axes, arms, strict=True):
+            for ci, cls in enumerate(classes):
+                xs: list[float] = []
+                p50s: list[float] = []
+                p99s: list[float] = []
+                for si, step in enumerate(arm.steps):
+                    found = next((h for h in step.ttft_by_hit_class if h.hit_class == cls), None)
+                    if found is None or found.ttft_ms.p50 is None:
+                        continue
+                    xs.append(si + (ci - (len(classes) - 1) / 2) * width)
+                    p50s.append(found.ttft_ms.p50)
+                    p99s.append(found.ttft_ms.p99 if found.ttft_ms.p99 is not None else found.ttft_ms.p50)
+                if not xs:
+                    continue
+                ax.bar(xs, p50s, width=width * 0.92, color=HIT_CLASS_COLOURS.get(cls, _OTHER_CLASS_COLOUR))
+                ax.vlines(xs, p50s, p99s, color="#333333", linewidth=1.0)
+                ax.plot(xs, p99s, linestyle="none", marker="_", color="#333333", markersize=6)
+            ax.set_xticks(range(len(arm.steps)), [short(s.label, 10) for s in arm.steps])
+            ax.set_title(short(arm.name, 28), fontsize=9, loc="left")
+            ax.set_xlabel(load_label(summary.arms))
+            ax.grid(axis="x", visible=False)
+        axes[0].set_ylabel("TTFT (ms)")
+        handles = [Patch(color=HIT_CLASS_COLOURS.get(c, _OTHER_CLASS_COLOUR), label=short(c, 20)) for c in classes]
+        axes[0].legend(handles=handles, loc="upper left", fontsize=7.5)
+        return Chart(name, title, caption, to_svg(fig, name))
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """p99 TTFT of one arm across runs of one scenario (None where the run lacks the arm or the figure)."""
+
+    arm: str
+    values: list[float | None]
+
+
+def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequence[TrendSeries]) -> Chart:
+    """p99 TTFT per arm across runs (oldest left), for the results index."""
+    caption = ("p99 TTFT at each arm's highest load step, per run of this scenario (oldest left). "
+               "A gap means the run lacks that arm or the figure.")
+    if not run_labels or not any(v is not None for s in series for v in s.values):
+        return Chart(name, title, caption, None, "No run has a p99 TTFT to plot.")
+    with chart_style(name):
+        fig = new_figure(max(6.0, min(14.0, 0.35 * len(run_labels) + 3.0)), 3.4, bottom=1.0, top=0.2)
+        ax = fig.add_subplot()
+        for i, s in enumerate(series):
+            xs = [x for x, v in enumerate(s.values) if v is not None]
+            ys = [v for v in s.values if v is not None]
+            ax.plot(xs, ys, color=arm_colour(i), marker="o", markersize=3.5, linewidth=1.4, label=short(s.arm, 24))
+        step = max(1, len(run_labels) // 12)
+        ticks = list(range(0, len(run_labels), step))
+        ax.set_xticks(ticks, [short(run_labels[t], 16) for t in ticks], rotation=30, ha="right", fontsize=7.5)
+        ax.set_ylabel("p99 TTFT (ms)")
+        ax.set_ylim(bottom=0)
+        ax.legend(loc="upper left", fontsize=7.5)
+        return Chart(name, title, caption, to_svg(fig, name))

@@ -1,0 +1,114 @@
+"""``results/index.html`` and ``index.json``: every run with its verdict, date, scenario and engine, and a trend of
+p99 TTFT per arm across the runs of each scenario (for scheduled CI).
+
+Only the immediate sub-folders of the results folder that hold a ``summary.json`` are runs; one whose summary
+cannot be read is listed with the reason instead of stopping the index.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.report.charts import Chart
+from harness.report.charts_time import TrendSeries, trend_chart
+from harness.report.fmt import top_step
+from harness.report.links import safe_href
+from harness.report.load import ReportInputError, load_summary_file
+from harness.report.templating import html_env, slug
+from harness.report.writers import html_safe_json, write_atomic
+from harness.summary import Summary
+
+MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
+MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)
+
+
+class IndexEntry(BaseModel):
+    """One run in the index."""
+
+    model_config = ConfigDict(extra="forbid")
+    run_dir: str
+    href: str | None
+    ok: bool
+    error: str | None = None
+    run_id: str | None = None
+    started_at: str | None = None
+    scenario: str | None = None
+    engine: str | None = None
+    model: str | None = None
+    simulated: bool | None = None
+    verdict: str | None = None
+    recommended_arm: str | None = None
+    ttft_p99_ms: dict[str, float | None] = Field(default_factory=dict)  # per arm, at its highest-load step
+
+
+@dataclass(frozen=True)
+class ScenarioTrend:
+    """The trend chart of one scenario."""
+
+    scenario: str
+    runs: int
+    chart: Chart
+
+
+def _entry(run_dir: Path) -> IndexEntry:
+    href = safe_href(f"{run_dir.name}/report.html")
+    try:
+        summary = load_summary_file(run_dir / "summary.json")
+    except ReportInputError as exc:
+        return IndexEntry(run_dir=run_dir.name, href=None, ok=False, error=str(exc))
+    return _from_summary(run_dir, summary, href if (run_dir / "report.html").is_file() else None)
+
+
+def _from_summary(run_dir: Path, s: Summary, href: str | None) -> IndexEntry:
+    trend: dict[str, float | None] = {}
+    for arm in s.arms:
+        top = top_step(arm)
+        trend[arm.name] = top.ttft_ms.p99 if top is not None else None
+    return IndexEntry(run_dir=run_dir.name, href=href, ok=True, run_id=s.run_id, started_at=s.started_at,
+                      scenario=s.scenario, engine=s.engine, model=s.model, simulated=s.simulated, verdict=s.verdict,
+                      recommended_arm=s.recommended_arm, ttft_p99_ms=trend)
+
+
+def scan_runs(results_dir: Path) -> tuple[list[IndexEntry], int]:
+    """Runs under ``results_dir`` newest first (at most :data:`MAX_RUNS`), and how many were left out."""
+    if not results_dir.is_dir():
+        raise ReportInputError(f"{results_dir}: not a directory (give the results folder, e.g. results/)")
+    candidates = sorted((p for p in results_dir.iterdir() if p.is_dir() and (p / "summary.json").exists()),
+                        key=lambda p: p.name, reverse=True)
+    entries = [_entry(p) for p in candidates[:MAX_RUNS]]
+    entries.sort(key=lambda e: (e.started_at or "", e.run_dir), reverse=True)
+    return entries, max(0, len(candidates) - MAX_RUNS)
+
+
+def scenario_trends(entries: list[IndexEntry]) -> list[ScenarioTrend]:
+    """One p99 TTFT trend per scenario, oldest run left, arms in first-seen order."""
+    by_scenario: dict[str, list[IndexEntry]] = {}
+    for e in entries:
+        if e.ok and e.scenario is not None:
+            by_scenario.setdefault(e.scenario, []).append(e)
+    trends: list[ScenarioTrend] = []
+    for n, (scenario, newest_first) in enumerate(sorted(by_scenario.items())):
+        runs = list(reversed(newest_first[:MAX_TREND_RUNS]))  # oldest first
+        arms: list[str] = []
+        for e in runs:
+            arms.extend(a for a in e.ttft_p99_ms if a not in arms)
+        series = [TrendSeries(arm=a, values=[e.ttft_p99_ms.get(a) for e in runs]) for a in arms]
+        labels = [(e.started_at or e.run_dir)[:16] for e in runs]
+        chart = trend_chart(f"trend-{n}-{slug(scenario)}", f"p99 TTFT per arm: {scenario}", labels, series)
+        trends.append(ScenarioTrend(scenario=scenario, runs=len(runs), chart=chart))
+    return trends
+
+
+def write_index(results_dir: Path) -> dict[str, Path]:
+    """Write ``index.html`` and ``index.json`` into ``results_dir``; returns name -> path."""
+    entries, left_out = scan_runs(results_dir)
+    trends = scenario_trends(entries)
+    html = html_env().get_template("index.html.j2").render(entries=entries, trends=trends, left_out=left_out)
+    data = {"runs": [e.model_dump() for e in entries], "left_out": left_out}
+    text = html_safe_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+    return {"html": write_atomic(results_dir / "index.html", html),
+            "json": write_atomic(results_dir / "index.json", text)}

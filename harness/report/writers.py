@@ -1,0 +1,90 @@
+"""The report writers: a registry keyed by name, each a pure function of the summary (and the run directory).
+
+``write_reports`` writes them all (``summary.json`` first, ``report.html`` last so its raw-file links see the
+others); each file is written to a temporary name and renamed, so a crash never leaves half a report.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from harness.report.junit import render_junit
+from harness.report.load import check_run_dir, load_summary
+from harness.report.markdown import render_markdown
+from harness.summary import Summary
+
+Renderer = Callable[[Summary, Path], str]
+
+# JSON stays valid and parses to the same values with these escaped, and the file is then safe to inline in HTML
+# or to serve with the wrong content type: no "<script>" from a model name can appear in it.
+_HTML_SAFE_JSON = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def html_safe_json(text: str) -> str:
+    """JSON text with ``<``, ``>`` and ``&`` as ``\\u`` escapes (still valid JSON with the same values)."""
+    return text.translate(_HTML_SAFE_JSON)
+
+
+def summary_json_text(summary: Summary) -> str:
+    """The canonical ``summary.json`` text: ``model_dump_json(indent=2)`` with ``<``, ``>``, ``&`` escaped."""
+    return html_safe_json(summary.model_dump_json(indent=2)) + "\n"
+
+
+def _html(summary: Summary, run_dir: Path) -> str:
+    from harness.report.html import render_html  # imports matplotlib: only when a page is rendered
+
+    return render_html(summary, run_dir)
+
+
+WRITERS: dict[str, tuple[str, Renderer]] = {
+    "json": ("summary.json", lambda summary, _run_dir: summary_json_text(summary)),
+    "md": ("summary.md", lambda summary, _run_dir: render_markdown(summary)),
+    "junit": ("junit.xml", lambda summary, _run_dir: render_junit(summary)),
+    "html": ("report.html", _html),
+}
+
+
+def register_writer(name: str, filename: str, renderer: Renderer) -> None:
+    """Add (or replace) a writer; it runs after the built-in ones, before ``html``."""
+    html = WRITERS.pop("html")
+    WRITERS[name] = (filename, renderer)
+    WRITERS["html"] = html
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_reports(summary: Summary, run_dir: Path, only: Iterable[str] | None = None) -> dict[str, Path]:
+    """Render every registered writer (or those named in ``only``) into ``run_dir``; returns name -> path."""
+    names = list(WRITERS) if only is None else [n for n in WRITERS if n in set(only)]
+    unknown = sorted(set(only or ()) - set(WRITERS))
+    if unknown:
+        raise ValueError(f"unknown report writer(s) {', '.join(unknown)}; known: {', '.join(WRITERS)}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name in names:
+        filename, renderer = WRITERS[name]
+        written[name] = write_atomic(run_dir / filename, renderer(summary, run_dir))
+    return written
+
+
+def render_run(run_dir: Path, summary: Summary | None = None) -> dict[str, Path]:
+    """Rebuild every report in ``run_dir`` from ``summary`` (default: the run's validated summary.json)."""
+    check_run_dir(run_dir)
+    if summary is None:
+        summary = load_summary(run_dir)
+    return write_reports(summary, run_dir)

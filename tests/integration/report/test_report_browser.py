@@ -1,0 +1,171 @@
+"""The demo report in a real headless Chromium (Debian's /usr/bin/chromium driven by playwright, no download).
+
+Checks: no console errors, no network request but the file itself, every chart drawn, the verdict banner and the
+SIMULATED badge visible, the print stylesheet applies and prints to PDF, hostile text never runs, and a
+screenshot is written. Also: ``harness report`` on a copied run directory reproduces the same summary.json.
+The browser is installed by ``scripts/install-chromium.sh``; this test never installs anything.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import typer
+from PIL import Image
+from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, Request, sync_playwright
+from typer.testing import CliRunner
+
+from harness.report.commands import index_command, report_command
+from harness.report.sample import hostile_summary, write_sample_run
+from harness.report.writers import render_run
+
+CHROMIUM = Path("/usr/bin/chromium")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
+CHARTS = ("latency", "hit-quality", "windows", "throughput", "hit-class")
+pytestmark = pytest.mark.timeout(180)
+
+
+@dataclass
+class Visit:
+    """What a page did while loading."""
+
+    page: Page
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    dialogs: list[str] = field(default_factory=list)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.is_file():
+        pytest.fail(f"{CHROMIUM} is missing: run scripts/install-chromium.sh (as root) to install Debian's chromium")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), headless=True, timeout=60_000,
+                               args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo fixture copied and rebuilt with ``harness report``."""
+    run = Path(shutil.copytree(FIXTURES / "demo-sim", tmp_path_factory.mktemp("results") / "demo-sim"))
+    app = typer.Typer()
+    app.command()(report_command)
+    result = CliRunner().invoke(app, [str(run)])
+    assert result.exit_code == 0, result.output
+    return run
+
+
+def _open(browser: Browser, path: Path, media: str = "screen") -> Visit:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_default_timeout(30_000)
+    visit = Visit(page)
+
+    def on_console(msg: ConsoleMessage) -> None:
+        if msg.type in ("error", "warning"):
+            visit.errors.append(f"console {msg.type}: {msg.text}")
+
+    def on_dialog(dialog: Dialog) -> None:
+        visit.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    def on_request(request: Request) -> None:
+        visit.requests.append(request.url)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda exc: visit.errors.append(f"page error: {exc}"))
+    page.on("dialog", on_dialog)
+    page.on("request", on_request)
+    page.emulate_media(media="print" if media == "print" else "screen")
+    page.goto(path.as_uri(), wait_until="load")
+    page.wait_for_timeout(300)  # let any late request or error surface
+    return visit
+
+
+def test_copied_run_reproduces_summary_json(demo_run: Path) -> None:
+    assert (demo_run / "summary.json").read_bytes() == (FIXTURES / "demo-sim" / "summary.json").read_bytes()
+    html = demo_run / "report.html"
+    assert html.stat().st_size < 5 * 1024 * 1024
+
+
+def test_demo_report_in_chromium(browser: Browser, demo_run: Path, tmp_path: Path) -> None:
+    report = demo_run / "report.html"
+    visit = _open(browser, report)
+    page = visit.page
+    try:
+        assert visit.errors == []
+        assert visit.requests == [report.as_uri()]
+        assert page.locator("#simulated-badge").is_visible()
+        assert page.locator("header.banner h1").inner_text() == "GO: ship cpu"
+        banner = page.eval_on_selector("header.banner", "e => getComputedStyle(e).backgroundColor")
+        assert banner == "rgb(27, 127, 59)"  # --go
+        for name in CHARTS:
+            box = page.locator(f"svg#chart-{name}").bounding_box()
+            assert box is not None and box["width"] > 300 and box["height"] > 150, name
+        for section in ("fit", "checks", "arms", "charts", "drills", "launch", "host", "files"):
+            assert page.locator(f"section#{section}").is_visible(), section
+        assert page.locator("a.raw", has_text="manifest.json").count() == 1
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1280, "nothing overflows the page sideways"
+        shot = tmp_path / "report.png"
+        page.screenshot(path=str(shot), full_page=True)
+        with Image.open(shot) as image:
+            assert image.width == 1280 and image.height > 4000
+    finally:
+        page.close()
+
+
+def test_print_stylesheet_and_pdf(browser: Browser, demo_run: Path, tmp_path: Path) -> None:
+    visit = _open(browser, demo_run / "report.html", media="print")
+    page = visit.page
+    try:
+        assert visit.errors == []
+        assert page.eval_on_selector("nav.toc", "e => getComputedStyle(e).display") == "none"
+        pdf = tmp_path / "report.pdf"
+        page.pdf(path=str(pdf), format="A4", print_background=True)
+        data = pdf.read_bytes()
+        assert data.startswith(b"%PDF") and data.count(b"/Type /Page") >= 5
+    finally:
+        page.close()
+
+
+def test_hostile_text_never_runs(browser: Browser, tmp_path: Path) -> None:
+    run = write_sample_run(tmp_path / "hostile", hostile_summary())
+    render_run(run)
+    report = run / "report.html"
+    visit = _open(browser, report)
+    try:
+        assert visit.dialogs == []
+        assert visit.requests == [report.as_uri()]  # an injected <img src=x> would have fetched
+        assert visit.errors == []
+        assert visit.page.evaluate("document.scripts.length") == 0
+        assert visit.page.evaluate("document.images.length") == 0
+        assert "<script>alert(1)</script>" in visit.page.locator("header.banner").inner_text()  # shown as text
+    finally:
+        visit.page.close()
+
+
+def test_index_in_chromium(browser: Browser, demo_run: Path) -> None:
+    results = demo_run.parent
+    shutil.copytree(FIXTURES / "nogo-vllm", results / "nogo-vllm")
+    app = typer.Typer()
+    app.command()(index_command)
+    assert CliRunner().invoke(app, [str(results)]).exit_code == 0
+    index = results / "index.html"
+    visit = _open(browser, index)
+    try:
+        assert visit.errors == []
+        assert visit.requests == [index.as_uri()]
+        assert visit.page.locator("svg[id^='chart-trend-']").count() == 2
+        visit.page.locator("a", has_text="demo-sim").click()
+        visit.page.wait_for_load_state("load")
+        assert visit.page.url == (demo_run / "report.html").as_uri()
+    finally:
+        visit.page.close()

@@ -1,0 +1,45 @@
+"""Fixtures for rollout integration tests: short simulator scenarios written to a temp dir."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+SHORT = {
+    "steps": {
+        "warmup": {"duration_s": 1, "concurrency": 1},
+        "levels": [{"concurrency": 2, "duration_s": 4}, {"concurrency": 4, "duration_s": 4}],
+        "scrape_interval_s": 0.5, "stream_idle_timeout_s": 10, "drain_timeout_s": 5,
+    },
+}
+
+
+def _merge(base: dict, over: dict) -> dict:  # type: ignore[type-arg]
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+@pytest.fixture
+def short_scenario(tmp_path: Path) -> Callable[..., Path]:
+    """Write the demo scenario shortened (and optionally changed) to a temp file; returns its path."""
+
+    def make(name: str = "short", drop_drills: bool = True, **over: object) -> Path:
+        data = yaml.safe_load(Path("scenarios/demo-sim.yaml").read_text())
+        data = _merge(data, SHORT)
+        data = _merge(data, over)  # type: ignore[arg-type]
+        if drop_drills:
+            data.pop("drills", None)
+        tier = tmp_path / "kv-tier"
+        for arm in data["arms"]:
+            for t in arm.get("offload", {}).get("secondary_tiers", []):
+                t["root_dir"] = str(tier)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    return make

@@ -1,0 +1,102 @@
+"""junit.xml: a suite per arm, a case per rule and decision, failures only where the outcome is bad."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.report.junit import render_junit
+from harness.report.load import load_summary
+from harness.report.sample import sample_summary
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
+
+
+def _parse(text: str) -> ET.Element:
+    return ET.fromstring(text.encode())
+
+
+def _case(root: ET.Element, suite: str, name: str) -> ET.Element:
+    for s in root.iter("testsuite"):
+        if s.get("name") == suite:
+            for c in s.iter("testcase"):
+                if c.get("name") == name:
+                    return c
+    raise AssertionError(f"no case {name!r} in suite {suite!r}")
+
+
+def test_structure_and_counts() -> None:
+    root = _parse(render_junit(sample_summary()))
+    suites = [s.get("name") for s in root.iter("testsuite")]
+    assert suites == ["run", "arm gpu-only", "arm cpu", "arm tiered"]
+    total = sum(1 for _ in root.iter("testcase"))
+    assert root.get("tests") == str(total)
+    for s in root.iter("testsuite"):
+        assert s.get("tests") == str(len(s.findall("testcase")))
+        assert s.get("skipped") == str(sum(1 for c in s.findall("testcase") if c.find("skipped") is not None))
+    tiered = next(s for s in root.iter("testsuite") if s.get("name") == "arm tiered")
+    names = [c.get("name") for c in tiered.findall("testcase")]
+    assert names[0] == "decision"
+    assert "rule ttft-p99-budget @ c32" in names
+    assert "drill storage_pressure" in names and "drill cache_loss" in names
+
+
+def test_simulated_property_on_every_suite() -> None:
+    root = _parse(render_junit(sample_summary()))
+    assert root.get("name", "").startswith("[SIMULATED] ")
+    for s in root.iter("testsuite"):
+        props = {p.get("name"): p.get("value") for p in s.iter("property")}
+        assert props["simulated"] == "true"
+        assert props["verdict"] == "go"
+    real = _parse(render_junit(load_summary(FIXTURES / "nogo-vllm")))
+    assert all(p.get("value") == "false" for p in real.iter("property") if p.get("name") == "simulated")
+
+
+def test_go_run_with_a_held_arm_has_no_failures() -> None:
+    root = _parse(render_junit(sample_summary()))
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    held = _case(root, "arm tiered", "decision").find("skipped")
+    assert held is not None and held.get("message", "").startswith("hold: ")
+    breach = _case(root, "arm tiered", "rule ttft-p99-budget @ c32").find("skipped")
+    assert breach is not None and "did not fail the arm (decision hold)" in breach.get("message", "")
+    inconclusive = _case(root, "arm tiered", "rule earns-keep").find("skipped")
+    assert inconclusive is not None and inconclusive.get("message", "").startswith("inconclusive: ")
+
+
+def test_dry_run_rule_is_property_and_system_out_only() -> None:
+    root = _parse(render_junit(sample_summary()))
+    case = _case(root, "arm tiered", "rule itl-p99-budget @ c32")
+    assert case.find("failure") is None and case.find("skipped") is None
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["dry_run"] == "true" and props["status"] == "breach"
+    out = case.find("system-out")
+    assert out is not None and (out.text or "").startswith("dry run (reported, never decides): breach")
+
+
+def test_no_go_and_failed_arms_fail_with_reasons() -> None:
+    root = _parse(render_junit(load_summary(FIXTURES / "nogo-vllm")))
+    verdict = _case(root, "run", "verdict").find("failure")
+    assert verdict is not None and verdict.get("message", "").startswith("no-go: ")
+    cpu = _case(root, "arm cpu", "decision").find("failure")
+    assert cpu is not None and "critical 2000 ms budget" in cpu.get("message", "")
+    rule = _case(root, "arm cpu", "rule ttft-p99-budget @ c32").find("failure")
+    assert rule is not None and rule.get("message", "").startswith("breach: ")
+    tiered = _case(root, "arm tiered", "decision").find("failure")
+    assert tiered is not None
+    assert "CPU Offloading is currently only supported" in (tiered.text or "")
+    assert int(root.get("failures", "0")) == 4  # verdict, cpu decision + rule, tiered decision
+
+
+def test_skipped_arms_and_failed_baseline() -> None:
+    root = _parse(render_junit(load_summary(FIXTURES / "failed-baseline")))
+    assert _case(root, "arm gpu-only", "decision").find("failure") is not None
+    assert _case(root, "arm cpu", "decision").find("skipped") is not None
+    assert _case(root, "run", "verdict").find("failure") is not None
+
+
+def test_characters_xml_forbids_are_replaced() -> None:
+    base = sample_summary()
+    text = render_junit(base.model_copy(update={"verdict_reason": "bell\x07 nul\x00 esc\x1b ok"}))
+    root = _parse(text)  # would raise on a forbidden character
+    out = _case(root, "run", "verdict").find("system-out")
+    assert out is not None and "bell\ufffd nul\ufffd esc\ufffd ok" in (out.text or "")
