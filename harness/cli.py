@@ -120,7 +120,14 @@ def _register_report_commands() -> None:
     app.command("index")(index_command)
 
 
+def _register_area_commands() -> None:
+    from harness.trace.cli import analyze_trace_command
+
+    app.command("analyze-trace")(analyze_trace_command)
+
+
 _register_report_commands()
+_register_area_commands()
 
 
 def main() -> None:
