@@ -1,0 +1,80 @@
+"""Admin endpoints of the simulator, answered to loopback clients only (403 otherwise).
+
+- ``POST /admin/faults``: a JSON object with some fault fields (see :mod:`harness.sim.faults`); returns them all.
+- ``POST /admin/cache-loss``: deletes the fs tier's block files; returns ``{"deleted_files": n, "disk_tier": b}``.
+- ``GET /admin/state``: block counts per tier, request queues, counters, faults, ``behind_s``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from harness.sim.api import error_response
+from harness.sim.faults import FaultError, parse_fault_update
+
+if TYPE_CHECKING:
+    from harness.sim.server import SimServer
+
+LOOPBACK = ("127.", "::1", "::ffff:127.")
+
+
+def _loopback(request: web.Request) -> bool:
+    remote = request.remote or ""
+    return remote.startswith(LOOPBACK) or remote == "localhost"
+
+
+class AdminEndpoints:
+    """Handlers bound to one :class:`harness.sim.server.SimServer`."""
+
+    def __init__(self, server: SimServer) -> None:
+        self.s = server
+
+    async def faults(self, request: web.Request) -> web.Response:
+        if not _loopback(request):
+            return error_response(403, "admin endpoints answer loopback clients only", "ForbiddenError")
+        try:
+            changes = parse_fault_update(await request.json())
+            self.s.faults.update(changes)
+        except (json.JSONDecodeError, FaultError, TypeError) as exc:
+            return error_response(400, str(exc), "BadRequestError")
+        self.s.apply_disk_slowdown()
+        return web.json_response(self.s.faults.as_dict())
+
+    async def cache_loss(self, request: web.Request) -> web.Response:
+        if not _loopback(request):
+            return error_response(403, "admin endpoints answer loopback clients only", "ForbiddenError")
+        off = self.s.core.offload
+        deleted = off.cache_loss() if off is not None else 0
+        return web.json_response({"deleted_files": deleted, "disk_tier": off is not None and off.fs is not None})
+
+    async def state(self, request: web.Request) -> web.Response:
+        if not _loopback(request):
+            return error_response(403, "admin endpoints answer loopback clients only", "ForbiddenError")
+        core, pool, off = self.s.core, self.s.core.pool, self.s.core.offload
+        state: dict[str, Any] = {
+            "simulated": True,
+            "flavor": self.s.opts.flavor,
+            "model": self.s.opts.served_names[0],
+            "gpu": {"num_blocks": pool.num_blocks, "free_blocks": pool.num_free, "cached_blocks": pool.num_cached,
+                    "usage": pool.usage, "block_size": core.bs, "evictions": pool.evictions},
+            "cpu": None,
+            "disk": None,
+            "requests": {"running": len(core.running), "waiting": len(core.waiting), "loading": len(core.loading)},
+            "stats": asdict(core.stats),
+            "faults": self.s.faults.as_dict(),
+            "behind_s": self.s.runner.behind_s,
+        }
+        if off is not None:
+            state["cpu"] = {"capacity_chunks": off.cpu.capacity, "chunks": len(off.cpu), "usage": off.cpu.usage,
+                            "evictions": off.cpu.evictions, "chunk_blocks": off.k,
+                            "policy": off.cfg.eviction_policy, "store_mode": off.cfg.store_mode}
+            state["offload_stats"] = asdict(off.stats)
+            if off.fs is not None:
+                state["disk"] = {"root_dir": str(off.fs.root_dir), "dir": str(off.fs.dir), "files": len(off.fs),
+                                 "max_chunks": off.fs.max_chunks, "evictions": off.fs.evictions}
+        return web.json_response(state)
+

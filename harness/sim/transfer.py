@@ -1,0 +1,89 @@
+"""Bandwidth queues: the PCIe link directions and the disk.
+
+A :class:`Link` serves transfer jobs one after another (FIFO) at ``bytes_per_s`` with a fixed per-job
+latency, so concurrent transfers contend: a job submitted while the link is busy starts when the previous
+one ends. Job time = ``latency_s + bytes / bytes_per_s``. Host-to-device (loads, promotions) and device-to-host
+(stores) are separate links, as PCIe is full duplex.
+
+A :class:`DiskQueue` is the fs tier's device: one FIFO queue whose job time for ``n`` files of ``bytes`` in
+total is ``(bytes / bytes_per_s + ceil(n / threads) * latency_s) * slowdown`` -- bandwidth is shared by all
+threads, per-file latency overlaps across ``threads`` (``n_read_threads`` / ``n_write_threads``).
+All times are modelled seconds.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+class Link:
+    """A FIFO transfer link."""
+
+    def __init__(self, bytes_per_s: float, latency_s: float = 0.0) -> None:
+        if bytes_per_s <= 0:
+            raise ValueError("bandwidth must be positive")
+        self.bytes_per_s = bytes_per_s
+        self.latency_s = latency_s
+        self.free_at = 0.0
+        self.jobs = 0
+        self.bytes = 0
+        self.busy_s = 0.0
+        self._ends: deque[float] = deque()
+
+    def submit(self, now: float, nbytes: int, not_before: float = 0.0) -> tuple[float, float]:
+        """Queue a job of ``nbytes``; returns its (start, end) in modelled seconds."""
+        start = max(now, not_before, self.free_at)
+        duration = self.latency_s + nbytes / self.bytes_per_s
+        end = start + duration
+        self.free_at = end
+        self.jobs += 1
+        self.bytes += nbytes
+        self.busy_s += duration
+        self._ends.append(end)
+        return start, end
+
+    def active_jobs(self, now: float) -> int:
+        """Jobs submitted and not yet finished at ``now``."""
+        ends = self._ends
+        while ends and ends[0] <= now:
+            ends.popleft()
+        return len(ends)
+
+
+class DiskQueue:
+    """The fs tier's device: shared bandwidth, per-file latency overlapped over ``threads``."""
+
+    def __init__(self, bytes_per_s: float, latency_s: float, threads: int) -> None:
+        if bytes_per_s <= 0 or threads <= 0:
+            raise ValueError("bandwidth and threads must be positive")
+        self.bytes_per_s = bytes_per_s
+        self.latency_s = latency_s
+        self.threads = threads
+        self.slowdown = 1.0
+        self.free_at = 0.0
+        self.jobs = 0
+        self.bytes = 0
+        self.busy_s = 0.0
+        self._ends: deque[float] = deque()
+
+    def job_time(self, n_files: int, nbytes: int) -> float:
+        waves = -(-n_files // self.threads)
+        return (nbytes / self.bytes_per_s + waves * self.latency_s) * self.slowdown
+
+    def submit(self, now: float, n_files: int, nbytes: int) -> tuple[float, float]:
+        """Queue a job; returns its (start, end)."""
+        start = max(now, self.free_at)
+        duration = self.job_time(n_files, nbytes)
+        end = start + duration
+        self.free_at = end
+        self.jobs += 1
+        self.bytes += nbytes
+        self.busy_s += duration
+        self._ends.append(end)
+        return start, end
+
+    def active_jobs(self, now: float) -> int:
+        ends = self._ends
+        while ends and ends[0] <= now:
+            ends.popleft()
+        return len(ends)
