@@ -40,6 +40,7 @@ class HitTokens(_Model):
     disk: int | None = None
     miss: int | None = None  # recomputed
     prompt: int | None = None
+    cached: int | None = None  # hit tokens from any tier (the only figure when an engine does not split by tier)
     source: Literal["server", "client", "none"] = "server"
     missing: list[str] = Field(default_factory=list)  # series looked for and not found
 
@@ -47,6 +48,8 @@ class HitTokens(_Model):
         """Share of prompt tokens served from any cache tier, or None if unknown."""
         parts = [self.gpu, self.cpu, self.disk, self.miss]
         if any(p is None for p in parts):
+            if self.cached is not None and self.miss is not None and self.cached + self.miss > 0:
+                return self.cached / (self.cached + self.miss)
             return None
         total = sum(p for p in parts if p is not None)
         return None if total == 0 else (total - (self.miss or 0)) / total

@@ -1,0 +1,96 @@
+"""A run's raw scrapes -> per-step server figures for ``summary.json`` (``ServerStep`` and ``HitTokens``).
+
+Entry points: :func:`load_scrapes` (read ``metrics/<arm>/scrapes.jsonl.gz`` back, tolerant of a truncated tail) and
+:func:`step_server_stats` (one step's counter deltas, gauge maxima and server-side percentiles). A series that is not
+there gives ``None`` and its looked-for names in ``missing``; :func:`describe_missing` renders them as report lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harness.scrape.catalog import Catalog
+from harness.scrape.deltas import HistogramDelta
+from harness.scrape.quantities import QuantityValue, scrapes_in_step, step_quantities
+from harness.scrape.series import ScrapeSeries, load_scrapes, series_from_bodies
+from harness.summary import HitTokens, Percentiles, ServerStep
+
+__all__ = ["ScrapeSeries", "describe_missing", "load_scrapes", "series_from_bodies", "server_percentiles",
+           "step_server_stats"]
+
+HIT_QUANTITIES = {"hit_tokens.gpu": "gpu", "hit_tokens.cpu": "cpu", "hit_tokens.disk": "disk",
+                  "recomputed_tokens": "miss", "prompt_tokens": "prompt", "hit_tokens.total": "cached"}
+SERVER_COUNTERS = {"preemptions": "preemptions", "offload.store_bytes": "offload_store_bytes",
+                   "offload.load_bytes": "offload_load_bytes", "disk.read_bytes": "disk_read_bytes",
+                   "disk.write_bytes": "disk_write_bytes"}
+SERVER_GAUGES = {"kv_usage": "kv_usage_max", "cpu_tier_usage": "cpu_tier_usage_max", "running": "running_max",
+                 "waiting": "waiting_max"}
+SERVER_HISTOGRAMS = {"ttft_seconds": "ttft_ms", "itl_seconds": "itl_ms"}
+# Tier hits that only mean something with an offload tier (not listed as missing on a GPU-only arm).
+_TIER_HITS = {"hit_tokens.cpu", "hit_tokens.disk"}
+
+
+def server_percentiles(hist: HistogramDelta | None, *, to_ms: float = 1000.0) -> Percentiles | None:
+    """p50/p95/p99/mean (ms) from a histogram increase; None when the histogram was not there."""
+    if hist is None:
+        return None
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else value * to_ms
+
+    return Percentiles(p50=ms(hist.quantile(0.50)), p95=ms(hist.quantile(0.95)), p99=ms(hist.quantile(0.99)),
+                       mean=ms(hist.mean()), count=round(hist.count))
+
+
+def _listed(value: QuantityValue, catalog: Catalog, offload: bool) -> bool:
+    if value.value is not None:
+        return False
+    if offload:
+        return True
+    return value.quantity not in catalog.offload_only and value.quantity not in _TIER_HITS
+
+
+def step_server_stats(series: ScrapeSeries, catalog: Catalog, start_mono_ns: int, end_mono_ns: int, *,
+                      offload: bool = True) -> tuple[ServerStep, HitTokens]:
+    """Server figures for the step ``[start_mono_ns, end_mono_ns]`` (``time.perf_counter_ns`` clock).
+
+    Counters are the reset-robust increase from the last scrape at/before the start to the first at/after the end.
+    With ``offload=False`` (a GPU-only arm) offload-only quantities that are absent are not listed as missing; they
+    are still ``None``.
+    """
+    if end_mono_ns < start_mono_ns:
+        problem = f"step span invalid: it ends ({end_mono_ns}) before it starts ({start_mono_ns})"
+        return ServerStep(missing=[problem]), HitTokens(source="none", missing=[problem])
+    values = step_quantities(series, catalog, start_mono_ns, end_mono_ns)
+    scrapes, failed = scrapes_in_step(series, catalog, start_mono_ns, end_mono_ns)
+
+    hit_fields: dict[str, int | None] = {}
+    hit_missing: list[str] = []
+    for quantity, name in HIT_QUANTITIES.items():
+        value = values[quantity]
+        hit_fields[name] = None if value.value is None else round(value.value)
+        if _listed(value, catalog, offload) and value.missing_text:
+            hit_missing.append(value.missing_text)
+    any_hits = any(v is not None for v in hit_fields.values())
+    hits = HitTokens(**hit_fields, source="server" if any_hits or scrapes else "none", missing=hit_missing)
+
+    server: dict[str, object] = {}
+    missing: list[str] = []
+    for quantity, name in {**SERVER_COUNTERS, **SERVER_GAUGES}.items():
+        server[name] = values[quantity].value
+    for quantity, name in SERVER_HISTOGRAMS.items():
+        server[name] = server_percentiles(values[quantity].histogram)
+    for quantity in (*SERVER_COUNTERS, *SERVER_GAUGES, *SERVER_HISTOGRAMS):
+        value = values[quantity]
+        if _listed(value, catalog, offload) and value.missing_text:
+            missing.append(value.missing_text)
+    step = ServerStep.model_validate({**server, "scrapes": scrapes, "scrape_errors": failed, "missing": missing})
+    return step, hits
+
+
+def describe_missing(missing: Iterable[str]) -> list[str]:
+    """Report lines ``missing: <series looked for> (<quantity>)``, one per unknown quantity, without repeats."""
+    seen: dict[str, None] = {}
+    for item in missing:
+        seen.setdefault(f"missing: {item}", None)
+    return list(seen)

@@ -1,0 +1,68 @@
+"""Loading a run's records (requests.parquet, or the parts of an interrupted run) and its steps file."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from analysis_helpers import BASE, record
+
+from harness.analysis import load_requests, read_steps
+from harness.analysis.bench import main as bench_main
+from harness.records import SCHEMA, RequestRecord
+
+
+def _table(records: list[RequestRecord]) -> pa.Table:
+    return pa.Table.from_pylist([r.to_row() for r in records], schema=SCHEMA)
+
+
+def test_prefers_requests_parquet(tmp_path: Path) -> None:
+    pq.write_table(_table([record("a", 0, 0, 1, [1], rid="whole")]), tmp_path / "requests.parquet")
+    (tmp_path / "records" / "a").mkdir(parents=True)
+    pq.write_table(_table([record("a", 0, 0, 1, [1], rid="part")]), tmp_path / "records" / "a" / "part-0.parquet")
+    df = load_requests(tmp_path)
+    assert df["request_id"].tolist() == ["whole"]
+    assert df["send_ns"].iloc[0] == BASE  # exact 64-bit value
+    assert isinstance(df["chunk_ns"].dtype, pd.ArrowDtype)
+
+
+def test_falls_back_to_parts_and_skips_a_broken_one(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    for arm in ("a", "b"):
+        (tmp_path / "records" / arm).mkdir(parents=True)
+        pq.write_table(_table([record(arm, 0, 0, 1, [1], rid=arm)]), tmp_path / "records" / arm / "part-0.parquet")
+    (tmp_path / "records" / "b" / "part-1.parquet").write_bytes(b"PAR1 torn write")
+    with caplog.at_level(logging.WARNING):
+        df = load_requests(tmp_path)
+    assert sorted(df["request_id"]) == ["a", "b"]
+    assert "part-1.parquet" in caplog.text
+
+
+def test_no_records_gives_an_empty_frame_with_the_columns(tmp_path: Path) -> None:
+    df = load_requests(tmp_path)
+    assert df.empty and {"arm", "step", "chunk_ns", "send_ns"} <= set(df.columns)
+
+
+def test_read_steps_tolerates_a_torn_tail(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "steps.jsonl"
+    good = {"arm": "a", "step": 0, "label": "c4", "concurrency": 4, "rate_rps": None, "start_ns": 1, "end_ns": 2,
+            "start_wall_ns": 3, "end_wall_ns": 4, "warmup": False, "requests": 9, "client": {}}
+    path.write_text(json.dumps(good) + "\n" + json.dumps({"arm": "a"}) + "\n" + '{"arm": "a", "st')
+    with caplog.at_level(logging.WARNING):
+        spans = read_steps(path)
+    assert len(spans) == 1 and spans[0].duration_s == pytest.approx(1e-9) and spans[0].measured
+    assert "line 2" in caplog.text and "line 3" in caplog.text
+    assert read_steps(tmp_path / "absent.jsonl") == []
+
+
+def test_bench_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench_main(["--records", "3000", "--chunks", "8", "--in-memory", "--json"]) == 0
+    timings = json.loads(capsys.readouterr().out)
+    assert timings["steps"] == 12 and timings["windows"] > 12
+    assert timings["analysis_total_s"] > 0
+    assert bench_main(["--records", "2000", "--chunks", "4"]) == 0
+    assert "analysed 2,000 records" in capsys.readouterr().out
