@@ -120,13 +120,19 @@ class ArmRunner:
         return server
 
     def _write_compose(self, spec: LaunchSpec) -> None:
-        try:
-            from harness.launch.compose import render_compose
-        except ImportError:
-            return
+        """A compose file reproducing a container launch; for a local process, a shell script with its command."""
         path = self.ctx.run.compose(self.arm.name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render_compose(spec, project=f"harness-{self.arm.name}"), encoding="utf-8")
+        if spec.image:
+            from harness.launch.compose import render_compose
+
+            path.write_text(render_compose(spec, project=f"harness-{self.arm.name}"), encoding="utf-8")
+            return
+        env = " ".join(f"{k}=\"${{{k}}}\"" for k in sorted(spec.env))
+        script = path.with_suffix(".sh")
+        script.write_text("#!/bin/sh\n# Reproduces this arm's local-process launch (environment values are not "
+                          "recorded; export them first).\n" + (f"{env} " if env else "") + spec.command_line() + "\n",
+                          encoding="utf-8")
 
     def run(self) -> ArmResult:
         """The whole arm; never raises for server problems (they become a failed result)."""

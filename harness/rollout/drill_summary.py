@@ -19,7 +19,8 @@ def _phase_requests(df: pd.DataFrame, entry: dict[str, Any]) -> pd.DataFrame:
         return df
     mask = (df["arm"] == entry["arm"]) & (df["step"] == int(entry["step"])) & \
         (df["send_ns"] >= int(entry["start_ns"])) & (df["send_ns"] <= int(entry["end_ns"]))
-    return df[mask]
+    out: pd.DataFrame = df[mask]
+    return out
 
 
 def _hits(run_root: Path, scenario: Scenario, arm: str, entry: dict[str, Any]) -> HitTokens:

@@ -118,6 +118,23 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
         manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
         ctx.save_manifest()
     results: list[ArmResult] = []
+    from harness.load import prewarm_runner, shutdown_runners
+
+    prewarm_runner()
+    try:
+        outcome = _run_arms(ctx, scenario, only, finished, done_steps, results, cancel, checks)
+    finally:
+        shutdown_runners()
+    if outcome is not None:
+        return outcome
+    return finish(run, opts, say=say, checks=checks)
+
+
+def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set[str], done_steps: dict[str, int],
+              results: list[ArmResult], cancel: threading.Event | None,
+              checks: list[CheckItem]) -> RunResult | None:
+    """Each arm in order; returns a result only when the run stops early (interrupted)."""
+    run = ctx.run
     with cancel_on_signals(cancel or ctx.cancel) as ev:
         ctx.cancel = ev
         for index, arm in enumerate(scenario.arms):
@@ -138,7 +155,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
             if result.status == "failed" and index == 0:
                 ctx.say("the baseline failed: no comparison is possible; stopping")
                 break
-    return finish(run, opts, say=say, checks=checks)
+    return None
 
 
 def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[CheckItem] | None = None) -> RunResult:

@@ -77,8 +77,13 @@ def _launch_record(manifest: dict[str, Any], arm: str, run: RunDir, launcher: st
                         compose_file=str(compose.relative_to(run.root)) if compose.exists() else None)
 
 
-def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, steps: list[StepSummary],
-                 spans: dict[int, dict[str, Any]]) -> list[str]:
+def _expected(missing: list[str], has_disk: bool) -> list[str]:
+    """Drop disk-tier series from what is reported missing for an arm that has no disk tier."""
+    return missing if has_disk else [m for m in missing if "(disk." not in m]
+
+
+def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, has_disk: bool,
+                 steps: list[StepSummary], spans: dict[int, dict[str, Any]]) -> list[str]:
     from harness.scrape.catalog import catalog_for_engine
     from harness.scrape.samples import describe_missing, step_server_stats
     from harness.scrape.series import load_scrapes
@@ -94,6 +99,8 @@ def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, 
         if span is None:
             continue
         server, hits = step_server_stats(series, catalog, int(span["start_ns"]), int(span["end_ns"]), offload=offload)
+        server.missing = _expected(server.missing, has_disk)
+        hits.missing = _expected(hits.missing, has_disk)
         step.server, step.hit_tokens = server, hits
         missing += describe_missing([*server.missing, *hits.missing])
     return sorted(set(missing))
@@ -109,7 +116,7 @@ def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
 
 def rebuild_summary(run_dir: Path) -> Summary:
     """Compute the summary from the files in ``run_dir``."""
-    from harness.analysis import derive_latencies, load_requests, step_table, windows
+    from harness.analysis import analyze_arms, derive_latencies, load_requests
 
     run = RunDir(run_dir)
     scenario = load_scenario(run.scenario)
@@ -122,6 +129,8 @@ def rebuild_summary(run_dir: Path) -> Summary:
     raw_df = load_requests(run.root)
     df = derive_latencies(raw_df)
     df = _journaled_requests(df, [e for e in step_entries if int(e["step"]) >= 0])
+    spans_all = [e for e in step_entries if int(e["step"]) >= 0]
+    tables = analyze_arms(df, scenario.slo, scenario.rules.window_s, steps=spans_all) if not df.empty else {}
     arms: list[ArmSummary] = []
     all_missing: list[str] = []
     warnings: list[str] = []
@@ -130,7 +139,8 @@ def rebuild_summary(run_dir: Path) -> Summary:
         ran, failure, _info = _arm_status(events, arm.name)
         arm_df = df[df["arm"] == arm.name] if not df.empty else df
         spans = {int(e["step"]): e for e in step_entries if e["arm"] == arm.name and int(e["step"]) >= 0}
-        steps = step_table(arm_df, scenario.slo) if not arm_df.empty else []
+        table = tables.get(arm.name)
+        steps = table.steps if table is not None else []
         for step in steps:
             span = spans.get(step.index)
             if span is not None and span.get("client"):
@@ -138,8 +148,8 @@ def rebuild_summary(run_dir: Path) -> Summary:
                 if step.client.saturated:
                     warnings.append(f"{arm.name} step {step.index}: load generator saturated ({step.client.note})")
         offload = arm.tier != "gpu-only"
-        all_missing += _server_side(run, scenario, arm.name, offload, steps, spans)
-        wins = windows(arm_df, scenario.rules.window_s) if not arm_df.empty else []
+        all_missing += _server_side(run, scenario, arm.name, offload, bool(arm.fs_tiers()), steps, spans)
+        wins = table.windows if table is not None else []
         base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
         prev = arms[-1] if arms else None
         rules, wins, breaches = evaluate_arm_rules(scenario, arm, index, arm_df, base_df, wins, steps,
