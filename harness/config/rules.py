@@ -72,7 +72,9 @@ class RegressionRule(StrictModel):
 
 
 def _default_measures() -> list[KeepMeasure]:
-    return ["ttft_p95", "output_tokens_per_s", "hit_rate"]
+    # hit_rate is available but not a default: retaining more without helping latency or throughput is exactly
+    # what a tier that does not earn its keep does.
+    return ["ttft_p95", "output_tokens_per_s"]
 
 
 class EarnsKeepRule(StrictModel):

@@ -7,6 +7,7 @@ container paths for them are rewritten to those files. Stop is SIGTERM to the gr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -103,10 +104,8 @@ class ProcessServer:
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _materialise(spec: LaunchSpec, work_dir: Path) -> list[str]:
@@ -131,7 +130,7 @@ class ProcessLauncher:
         for d in spec.disk_tier_dirs:
             Path(d).mkdir(parents=True, exist_ok=True)
         try:
-            proc = subprocess.Popen(  # noqa: S603 - argv built by the harness from a validated scenario
+            proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
                 start_new_session=True,
             )
@@ -166,6 +165,7 @@ def wait_port_free(port: int, timeout_s: float = 5.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT leftovers do not block a server
             try:
                 s.bind(("127.0.0.1", port))
                 return

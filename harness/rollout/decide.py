@@ -41,11 +41,12 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         return "baseline", ["the GPU-only baseline every tier is compared with", *notes, *dry]
     vetoes: list[str] = []
     holds: list[str] = []
+    notes: list[str] = []
     for r in deciding:
         if r.status == "breach":
             if r.kind == "budget" and not r.critical and r.rule in prev_budget_breaches:
-                holds.append(f"{r.rule}: {r.message} — {prev_name} breaks this budget too, so the tier is not "
-                             "the cause")
+                notes.append(f"{r.rule}: {r.message} — {prev_name} breaks this budget too, so the tier is not "
+                             "the cause (noted, not deciding)")
             elif r.kind == "earns_keep":
                 holds.append(f"{r.message}")
             else:
@@ -54,11 +55,11 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         elif r.status == "inconclusive":
             holds.append(f"{r.rule} inconclusive: {r.message}")
     if vetoes:
-        return "no-go", [*vetoes, *holds, *dry]
+        return "no-go", [*vetoes, *holds, *notes, *dry]
     if holds:
-        return "hold", [*holds, *dry]
+        return "hold", [*holds, *notes, *dry]
     passes = [f"{r.rule}: {r.message}" for r in deciding if r.status == "pass"]
-    return "go", [*passes, *dry] or ["no rule objected"]
+    return "go", [*passes, *notes, *dry] or ["no rule objected"]
 
 
 def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
