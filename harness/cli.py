@@ -124,6 +124,9 @@ def _register_area_commands() -> None:
     from harness.trace.cli import analyze_trace_command
 
     app.command("analyze-trace")(analyze_trace_command)
+    from harness.load.probe import probe_command
+
+    app.command("probe")(probe_command)
 
 
 _register_report_commands()

@@ -147,7 +147,16 @@ def _records_table(path: Path) -> Any:
         raise TraceFormatError(
             f"{path}: records file lacks column(s) {', '.join(missing)} (need {', '.join(RECORD_COLUMNS)})"
         )
-    return pq.read_table(path, columns=list(RECORD_COLUMNS))
+    if "prompt_tokens_target" not in schema.names:
+        return pq.read_table(path, columns=list(RECORD_COLUMNS))
+    # A failed request has no usage (prompt_tokens is null) but was sent: count its planned prompt length.
+    import pyarrow.compute as pc
+
+    table = pq.read_table(path, columns=[*RECORD_COLUMNS, "prompt_tokens_target"])
+    filled = pc.coalesce(table.column("prompt_tokens"), pc.cast(table.column("prompt_tokens_target"),
+                                                                 table.schema.field("prompt_tokens").type))
+    table = table.set_column(table.schema.get_field_index("prompt_tokens"), "prompt_tokens", filled)
+    return table.drop_columns(["prompt_tokens_target"])
 
 
 def read_records(

@@ -1,0 +1,53 @@
+"""Client health per step: the load generator's CPU use and send lag, and whether it was saturated.
+
+A gevent process is one thread: near 100% of a core it can no longer send on time or read chunks as they
+arrive, and its latencies include its own queueing. A step is flagged ``saturated`` when any load process
+ran above ``saturation_cpu_percent`` of a core or the send lag's p99 exceeded ``saturation_lag_ms``; the note
+says which, with the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from harness.summary import ClientHealth
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile (``q`` in 0..100) of unsorted values; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100.0 * len(ordered)))
+    return float(ordered[min(rank, len(ordered)) - 1])
+
+
+def lag_stats_ms(lags_ns: Sequence[int]) -> tuple[float | None, float | None, float | None]:
+    """(p50, p99, max) of send lags in milliseconds."""
+    if not lags_ns:
+        return None, None, None
+    ms = [v / 1e6 for v in lags_ns]
+    return percentile(ms, 50), percentile(ms, 99), max(ms)
+
+
+def assess(*, cpu_s: float, wall_s: float, max_process_cpu_percent: float | None, lag_p50_ms: float | None,
+           lag_p99_ms: float | None, processes: int, cpu_limit: float = 90.0,
+           lag_limit_ms: float = 20.0) -> ClientHealth:
+    """The step's :class:`ClientHealth` with a sentence when the client was saturated."""
+    cpu_percent = round(100.0 * cpu_s / wall_s, 1) if wall_s > 0 else None
+    reasons: list[str] = []
+    if max_process_cpu_percent is not None and max_process_cpu_percent >= cpu_limit:
+        reasons.append(f"a load process used {max_process_cpu_percent:.0f}% of a core (limit {cpu_limit:g}%)")
+    if lag_p99_ms is not None and lag_p99_ms >= lag_limit_ms:
+        reasons.append(f"send lag p99 was {lag_p99_ms:.1f} ms (limit {lag_limit_ms:g} ms)")
+    note = None
+    if reasons:
+        note = ("load generator saturated: " + "; ".join(reasons) + f" with {processes} process(es); its "
+                "latencies include client delay. Add load processes (StepRun.processes) or machines.")
+    return ClientHealth(cpu_percent=cpu_percent, send_lag_ms_p50=_round(lag_p50_ms),
+                        send_lag_ms_p99=_round(lag_p99_ms), saturated=bool(reasons), note=note)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)

@@ -1,0 +1,152 @@
+"""Warm load runners (parent side): locust processes kept between steps so a step starts in milliseconds.
+
+A runner is ``python -m harness.load.locust_runner serve`` in its own process group: it imports gevent,
+locust, pydantic and pyarrow once, then runs one step per ``RUN <spec file>`` line on its stdin. The pool
+keeps at most one idle runner; a runner whose step was cancelled or timed out is killed, never reused. Runners
+exit when their stdin closes, so they cannot outlive this process; :func:`shutdown_runners` (also run at exit)
+stops them explicitly.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Runner:
+    """One runner process and its log."""
+
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.proc.poll() is None
+
+    def send(self, line: str) -> None:
+        """Write one command line to the runner."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.encode("utf-8") + b"\n")
+        self.proc.stdin.flush()
+
+    def signal(self, sig: int) -> None:
+        """Signal the runner's process group (its local workers included)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+    def log_size(self) -> int:
+        """Bytes in the log so far (to read one step's part of it)."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
+
+    def log_text(self, offset: int) -> str:
+        """The log from ``offset`` on."""
+        try:
+            with self.log_path.open("rb") as fh:
+                fh.seek(offset)
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 3.0) -> None:
+        """Close stdin (the runner exits), then SIGTERM and SIGKILL the group if it lingers."""
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        for sig in (None, signal.SIGTERM, signal.SIGKILL):
+            if sig is not None:
+                self.signal(sig)
+            try:
+                self.proc.wait(timeout=grace_s)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.signal(signal.SIGKILL)  # local workers left in the group, if any
+
+
+class RunnerPool:
+    """At most one idle warm runner, started on demand."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[Runner] = []
+        self._all: list[Runner] = []
+        self._dir: Path | None = None
+
+    def _start(self) -> Runner:
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="harness-load-runners-"))
+        log_path = self._dir / f"runner-{len(self._all)}.log"
+        with log_path.open("wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "harness.load.locust_runner", "serve"],
+                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        runner = Runner(proc, log_path)
+        self._all.append(runner)
+        return runner
+
+    def take(self) -> Runner:
+        """An idle runner, or a new one (it may still be importing: steps queue behind that)."""
+        with self._lock:
+            while self._idle:
+                runner = self._idle.pop()
+                if runner.alive():
+                    return runner
+            return self._start()
+
+    def give_back(self, runner: Runner) -> None:
+        """Keep a runner that finished its step cleanly (one idle runner at most)."""
+        with self._lock:
+            if runner.alive() and not self._idle:
+                self._idle.append(runner)
+                return
+        self.discard(runner)
+
+    def discard(self, runner: Runner) -> None:
+        """Stop a runner for good."""
+        runner.stop()
+        with self._lock:
+            if runner in self._all:
+                self._all.remove(runner)
+
+    def prewarm(self) -> None:
+        """Start an idle runner now if there is none (e.g. while the server boots)."""
+        with self._lock:
+            if not any(r.alive() for r in self._idle):
+                self._idle.append(self._start())
+
+    def shutdown(self) -> None:
+        """Stop every runner and remove their logs."""
+        with self._lock:
+            runners, self._all, self._idle = list(self._all), [], []
+        for runner in runners:
+            runner.stop()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+
+POOL = RunnerPool()
+atexit.register(POOL.shutdown)
+
+
+def prewarm_runner() -> None:
+    """Start a warm load runner in the background so the next step does not wait for its imports."""
+    POOL.prewarm()
+
+
+def shutdown_runners() -> None:
+    """Stop all warm load runners (done at interpreter exit anyway)."""
+    POOL.shutdown()

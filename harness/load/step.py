@@ -1,0 +1,213 @@
+"""``run_step``: run one load step in a locust subprocess and supervise it from a plain synchronous thread.
+
+The parent never imports locust or gevent (they patch the standard library). It writes the step spec to a
+file, hands it to a warm runner process (:mod:`harness.load.runners`), waits with bounded polls, relays
+``cancel`` as SIGINT (then SIGTERM, then SIGKILL to the runner's process group), and reads back the runner's
+small JSON outcome. If the runner died without one, the outcome is rebuilt from the record parts it had
+flushed. Server failures never raise: they are error records, and a server that refuses every
+connection ends the step early with ``error`` set. Bad workload input raises :class:`LoadConfigError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.config.steps import StepLevel
+from harness.config.workload import WorkloadSpec
+from harness.load.health import assess
+from harness.load.parts import count_rows, find_parts, part_prefix
+from harness.load.plan import LoadConfigError, build_plan
+from harness.load.runners import POOL, Runner
+from harness.load.spec import ClientKind, RunnerOutcome, StepSpec
+from harness.load.tokens import TokenCalibration
+from harness.summary import ClientHealth
+
+START_ALLOWANCE_S = 120.0  # a cold runner's imports on a busy host, the plan, worker connections
+CANCEL_GRACE_S = 8.0
+POLL_S = 0.05
+LOG_TAIL_LINES = 15
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StepRun:
+    """One step to run (the orchestrator fills it from the scenario and the arm)."""
+
+    base_url: str
+    served_model: str
+    workload: WorkloadSpec
+    level: StepLevel
+    step_index: int  # -1 = warm-up, -2.. = drills
+    step_label: str
+    arm: str
+    records_dir: Path
+    request_timeout_s: float
+    stream_idle_timeout_s: float
+    drain_timeout_s: float
+    max_model_len: int | None
+    tokenizer: TokenCalibration | None
+    drill: str | None = None
+    drill_phase: str | None = None
+    duration_override_s: float | None = None
+    requests_override: int | None = None
+    classes: list[str] | None = None  # only these request classes (None: all)
+    processes: int = 1  # local load processes (locust master + workers when > 1)
+    remote_workers: int = 0  # workers on other machines to wait for (see docs/load.md)
+    master_bind_host: str = "127.0.0.1"
+    master_port: int = 0  # 0: any free port (remote workers need a fixed one)
+    worker_wait_s: float = 60.0
+    client: ClientKind = "gevent"
+    trace_base_dir: Path | None = None  # relative trace paths are resolved against this (the scenario's dir)
+    flush_every: int = 512
+    flush_interval_s: float = 2.0
+    saturation_cpu_percent: float = 90.0
+    saturation_lag_ms: float = 20.0
+
+
+@dataclass
+class StepOutcome:
+    """What happened in one step (clocks as in :mod:`harness.records`)."""
+
+    start_ns: int
+    end_ns: int
+    start_wall_ns: int
+    end_wall_ns: int
+    requests: int
+    errors: int
+    client: ClientHealth
+    interrupted: bool
+    error: str | None
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    parts: list[Path] = field(default_factory=list)
+    cpu_s: float = 0.0  # load-generator CPU seconds over the step (all its processes)
+    processes: int = 1
+
+
+def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
+    return StepSpec(
+        base_url=req.base_url, served_model=req.served_model, workload=req.workload, level=req.level,
+        step_index=req.step_index, step_label=req.step_label, arm=req.arm, records_dir=str(req.records_dir),
+        request_timeout_s=req.request_timeout_s, stream_idle_timeout_s=req.stream_idle_timeout_s,
+        drain_timeout_s=req.drain_timeout_s, max_model_len=req.max_model_len, tokenizer=req.tokenizer,
+        drill=req.drill, drill_phase=req.drill_phase, duration_override_s=req.duration_override_s,
+        requests_override=req.requests_override, classes=req.classes,
+        trace_base_dir=str(req.trace_base_dir) if req.trace_base_dir else None, client=req.client,
+        processes=req.processes, remote_workers=req.remote_workers, master_bind_host=req.master_bind_host,
+        master_port=req.master_port, worker_wait_s=req.worker_wait_s, flush_every=req.flush_every,
+        flush_interval_s=req.flush_interval_s, outcome_path=str(outcome_path),
+        saturation_cpu_percent=req.saturation_cpu_percent, saturation_lag_ms=req.saturation_lag_ms)
+
+
+def _time_limit(req: StepRun, duration_s: float | None) -> float | None:
+    if duration_s is None:
+        return None
+    extra = req.worker_wait_s if (req.processes > 1 or req.remote_workers) else 0.0
+    return START_ALLOWANCE_S + extra + duration_s + req.drain_timeout_s + 10.0
+
+
+@dataclass
+class _Watch:
+    """How the wait for a step ended."""
+
+    cancelled: bool = False  # cancel was set (or Ctrl-C reached this thread)
+    keyboard: bool = False  # Ctrl-C reached this thread: re-raised once the step is stopped and flushed
+    clean: bool = False  # the runner ended the step by itself and can run another
+
+
+def _supervise(runner: Runner, outcome_path: Path, cancel: threading.Event | None,
+               limit_s: float | None) -> _Watch:
+    """Wait for the step's outcome; on cancel, Ctrl-C or time limit: SIGINT, then SIGTERM, then SIGKILL."""
+    started = time.monotonic()
+    stop_sent: float | None = None
+    watch = _Watch()
+    while runner.alive() and not outcome_path.exists():
+        try:
+            now = time.monotonic()
+            if stop_sent is None and ((cancel is not None and cancel.is_set()) or
+                                      (limit_s is not None and now - started > limit_s)):
+                watch.cancelled = cancel is not None and cancel.is_set()
+                runner.signal(signal.SIGINT)
+                stop_sent = now
+            elif stop_sent is not None and now - stop_sent > CANCEL_GRACE_S:
+                runner.signal(signal.SIGTERM if now - stop_sent < 2 * CANCEL_GRACE_S else signal.SIGKILL)
+            time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            if watch.keyboard:  # a second Ctrl-C: stop at once
+                runner.signal(signal.SIGKILL)
+                raise
+            watch.keyboard = watch.cancelled = True
+            runner.signal(signal.SIGINT)
+            stop_sent = time.monotonic()
+    watch.clean = stop_sent is None and runner.alive()
+    return watch
+
+
+def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome:
+    """Run one step; returns when it has ended (by itself, by ``cancel``, or because the server is gone).
+
+    Raises :class:`LoadConfigError` (or ``TraceLoadError``) for a workload that cannot be planned; never for
+    server trouble. A ``KeyboardInterrupt`` that reaches this thread stops the step like ``cancel`` (bounded,
+    records flushed) and is then re-raised; set ``cancel`` from a SIGINT handler to get the outcome instead.
+    """
+    plan = build_plan(req.workload, req.level, step_index=req.step_index, calibration=req.tokenizer,
+                      max_model_len=req.max_model_len, drill=req.drill, drill_phase=req.drill_phase,
+                      classes=req.classes, duration_override_s=req.duration_override_s,
+                      requests_override=req.requests_override, base_dir=req.trace_base_dir)
+    req.records_dir.mkdir(parents=True, exist_ok=True)
+    prefix = part_prefix(req.step_index, req.step_label, req.drill, req.drill_phase)
+    before = set(find_parts(req.records_dir, prefix))
+    runner = POOL.take()
+    log_start = runner.log_size()
+    with tempfile.TemporaryDirectory(prefix="harness-step-") as tmp:
+        spec_path, outcome_path = Path(tmp, "spec.json"), Path(tmp, "outcome.json")
+        spec_path.write_text(_spec(req, outcome_path).model_dump_json(), encoding="utf-8")
+        start_ns, start_wall = time.perf_counter_ns(), time.time_ns()
+        with contextlib.suppress(OSError):  # a dead runner is noticed below
+            runner.send(f"RUN {spec_path}")
+        watch = _supervise(runner, outcome_path, cancel, _time_limit(req, plan.duration_s))
+        result = _read_outcome(outcome_path)
+    tail = "\n".join(runner.log_text(log_start).splitlines()[-LOG_TAIL_LINES:])
+    if watch.clean and result is not None:
+        POOL.give_back(runner)
+    else:
+        POOL.discard(runner)
+    if watch.keyboard:
+        raise KeyboardInterrupt
+    cancelled = watch.cancelled
+    if result is not None and result.bad_input:
+        raise LoadConfigError(result.error or "the workload could not be planned")
+    new_parts = sorted(set(find_parts(req.records_dir, prefix)) - before)
+    if result is None:
+        requests, errors = count_rows(new_parts)
+        now, wall = time.perf_counter_ns(), time.time_ns()
+        reason = "was interrupted" if cancelled else "died"
+        result = RunnerOutcome(start_ns=start_ns, end_ns=now, start_wall_ns=start_wall, end_wall_ns=wall,
+                               requests=requests, errors=errors, interrupted=cancelled,
+                               error=f"the load generator {reason} without an outcome" + (f": {tail}" if tail else ""))
+    health = assess(cpu_s=result.cpu_s, wall_s=result.wall_s, max_process_cpu_percent=result.max_process_cpu_percent,
+                    lag_p50_ms=result.send_lag_ms_p50, lag_p99_ms=result.send_lag_ms_p99,
+                    processes=result.processes, cpu_limit=req.saturation_cpu_percent,
+                    lag_limit_ms=req.saturation_lag_ms)
+    warnings = list(result.warnings) + ([health.note] if health.note else [])
+    for warning in warnings:
+        log.warning("%s step %s: %s", req.arm, req.step_label, warning)
+    return StepOutcome(start_ns=result.start_ns, end_ns=result.end_ns, start_wall_ns=result.start_wall_ns,
+                       end_wall_ns=result.end_wall_ns, requests=result.requests, errors=result.errors,
+                       client=health, interrupted=result.interrupted or cancelled, error=result.error,
+                       errors_by_kind=result.errors_by_kind, warnings=warnings, parts=new_parts,
+                       cpu_s=result.cpu_s, processes=result.processes)
+
+
+def _read_outcome(path: Path) -> RunnerOutcome | None:
+    try:
+        return RunnerOutcome.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
