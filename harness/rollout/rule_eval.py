@@ -39,6 +39,15 @@ def _window_values(rule: BudgetRule, wins: Sequence[WindowPoint]) -> list[Window
                         value_ms=getattr(w, field)) for i, w in enumerate(wins)]
 
 
+def _judged_steps_decide(per_step: list[RuleResult]) -> list[RuleResult]:
+    """A regression rule is inconclusive only when it could judge no step at all: steps with too few samples are
+    reported but do not decide once another step was judged (low load levels are naturally small)."""
+    if not any(r.status in ("pass", "breach") for r in per_step):
+        return per_step
+    return [r.model_copy(update={"status": "not-applicable", "message": f"not judged: {r.message}"})
+            if r.status == "inconclusive" else r for r in per_step]
+
+
 def _applies(names: list[str] | None, arm: Arm) -> bool:
     return names is None or arm.name in names
 
@@ -76,13 +85,15 @@ def evaluate_arm_rules(scenario: Scenario, arm: Arm, index: int, arm_df: pd.Data
         for reg in rules.regression:
             if not _applies(reg.arms, arm):
                 continue
+            per_step: list[RuleResult] = []
             for step_index in sorted(base_steps):
                 step = base_steps[step_index]
                 a = per_request_values(arm_df[arm_df["step"] == step_index], reg.metric) if not arm_df.empty \
                     else pd.Series(dtype=float)
                 b = per_request_values(base_df[base_df["step"] == step_index], reg.metric) if not base_df.empty \
                     else pd.Series(dtype=float)
-                results.append(evaluate_regression(reg, step_index, step.label, a.tolist(), b.tolist()))
+                per_step.append(evaluate_regression(reg, step_index, step.label, a.tolist(), b.tolist()))
+            results += _judged_steps_decide(per_step)
         if rules.earns_keep is not None and prev_name is not None:
             results.append(evaluate_earns_keep(rules.earns_keep, steps, prev_steps, prev_name))
     marked = [w.model_copy(update={"breached": sorted(set(w.breached) | set(marks.get(i, [])))})
