@@ -134,7 +134,7 @@ class RuleResult(_Model):
     """One rule's outcome for one arm."""
 
     rule: str
-    kind: Literal["budget", "regression", "earns_keep", "drill"]
+    kind: Literal["budget", "regression", "earns_keep", "drill", "errors"]
     status: Literal["pass", "breach", "inconclusive", "not-applicable"]
     critical: bool = False
     dry_run: bool = False

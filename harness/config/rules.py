@@ -90,6 +90,8 @@ class RulesSpec(StrictModel):
 
     window_s: float = Field(default=10.0, ge=0.5, le=86_400)
     min_requests_per_window: int = Field(default=5, ge=1, le=1_000_000)
+    max_error_rate: float = Field(default=0.01, ge=0, le=1, description="an arm whose error rate at a step exceeds "
+                                  "this while the arm before it stayed within it is no-go (the tier causes failures)")
     budgets: list[BudgetRule] = Field(default_factory=list)
     regression: list[RegressionRule] = Field(default_factory=list)
     earns_keep: EarnsKeepRule | None = Field(default_factory=EarnsKeepRule)

@@ -50,13 +50,28 @@ class ProcessServer:
         stream = self._proc.stdout
         if stream is None:
             return
-        self._log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self._log_path.open("a", encoding="utf-8") as log:
+        log = None
+        try:  # a log that cannot be written (disk full) must not stop the draining: the server would block
+            self._log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = self._log_path.open("a", encoding="utf-8")
+        except OSError:
+            log = None
+        try:
             for raw in iter(stream.readline, b""):
                 line = self._redact(raw.decode("utf-8", "replace").rstrip("\n"))
                 self._tail.append(line)
-                log.write(line + "\n")
-                log.flush()
+                if log is not None:
+                    try:
+                        log.write(line + "\n")
+                        log.flush()
+                    except OSError:
+                        with contextlib.suppress(OSError):
+                            log.close()
+                        log = None
+        finally:
+            if log is not None:
+                with contextlib.suppress(OSError):
+                    log.close()
 
     def alive(self) -> bool:
         return self._proc.poll() is None

@@ -168,11 +168,13 @@ class ArmRunner:
             self.ctx.record_arm(self.arm.name, "completed", steps=steps_done)
             return ArmResult(self.arm.name, "completed", steps_done)
         finally:
-            if scraper is not None:
-                scraper.stop()
-            if self.server is not None:
-                self.server.stop()
-                self.ctx.say(f"[{self.arm.name}] server stopped")
+            try:
+                if scraper is not None:
+                    scraper.stop()
+            finally:  # the server is stopped even when the scraper cannot close its file (disk full)
+                if self.server is not None:
+                    self.server.stop()
+                    self.ctx.say(f"[{self.arm.name}] server stopped")
 
     def _after_steps(self, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
         """Hook for drills (see :mod:`harness.rollout.drills`)."""

@@ -37,8 +37,8 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
     deciding = [r for r in rules if not r.dry_run]
     dry = [f"(dry run, not deciding) {r.rule}: {r.message}" for r in rules if r.dry_run and r.status == "breach"]
     if is_baseline:
-        notes = [f"{r.rule}: {r.message}" for r in deciding if r.status == "breach"]
-        return "baseline", ["the GPU-only baseline every tier is compared with", *notes, *dry]
+        breaches = [f"{r.rule}: {r.message}" for r in deciding if r.status == "breach"]
+        return "baseline", ["the GPU-only baseline every tier is compared with", *breaches, *dry]
     vetoes: list[str] = []
     holds: list[str] = []
     notes: list[str] = []

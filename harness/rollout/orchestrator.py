@@ -6,6 +6,7 @@ An arm that fails to start or dies mid-step is recorded as ``failed`` and the ru
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 import threading
@@ -97,13 +98,44 @@ def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, Ru
     return scenario, run, run_id, manifest
 
 
+_FILE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EFBIG}
+
+
+def _is_file_error(exc: OSError) -> bool:
+    """A failure to write the run directory (not, say, a connection error escaping from a library)."""
+    return exc.errno in _FILE_ERRNOS or exc.filename is not None
+
+
+def _write_failure(exc: OSError, run_dir: Path | None) -> RunResult:
+    """A run that could not write its results (disk full, read-only, gone): one clear message, exit 4."""
+    what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    full = " (the disk is full)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+    where = (f"; what was written so far stays in {run_dir}: free space, then `harness run --resume {run_dir}` or "
+             f"`harness report {run_dir}`") if run_dir is not None else ""
+    return RunResult(run_dir, EXIT_FAILED, message=f"cannot write the run's results{full}: {what}{where}")
+
+
 def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = print,
                 cancel: threading.Event | None = None) -> RunResult:
-    """Run (or resume) a rollout; never raises for bad input or server failures."""
+    """Run (or resume) a rollout; never raises for bad input, server failures or a results disk that fills up."""
     try:
         scenario, run, run_id, manifest = _prepare(scenario_path, opts)
     except (ScenarioError, BadRunInput) as exc:
         return RunResult(None, EXIT_BAD_INPUT, message=str(exc))
+    except OSError as exc:
+        if not _is_file_error(exc):
+            raise
+        return _write_failure(exc, None)
+    try:
+        return _run_prepared(scenario, run, run_id, manifest, opts, say=say, cancel=cancel)
+    except OSError as exc:
+        if not _is_file_error(exc):
+            raise
+        return _write_failure(exc, run.root)
+
+
+def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[str, Any], opts: RunOptions, *,
+                  say: Any, cancel: threading.Event | None) -> RunResult:
     checks = run_checks(scenario, host=opts.host, mode="run", allow_unpinned=opts.allow_unpinned)
     journal.write_json_atomic(run.root / "checks.json", [c.model_dump() for c in checks])
     if has_errors(checks):

@@ -10,7 +10,13 @@ import pandas as pd
 from harness.config.arms import Arm
 from harness.config.rules import BudgetRule, LatencyMetric
 from harness.config.scenario import Scenario
-from harness.rollout.rules import WindowValue, evaluate_budget, evaluate_earns_keep, evaluate_regression
+from harness.rollout.rules import (
+    WindowValue,
+    evaluate_budget,
+    evaluate_earns_keep,
+    evaluate_errors,
+    evaluate_regression,
+)
 from harness.summary import RuleResult, StepSummary, WindowPoint
 
 _WINDOW_FIELD = {"ttft": "ttft_p99_ms", "itl": "itl_p99_ms", "e2e": "e2e_p99_ms"}
@@ -94,6 +100,8 @@ def evaluate_arm_rules(scenario: Scenario, arm: Arm, index: int, arm_df: pd.Data
                     else pd.Series(dtype=float)
                 per_step.append(evaluate_regression(reg, step_index, step.label, a.tolist(), b.tolist()))
             results += _judged_steps_decide(per_step)
+        if prev_name is not None:
+            results.append(evaluate_errors(rules.max_error_rate, steps, prev_steps, prev_name))
         if rules.earns_keep is not None and prev_name is not None:
             results.append(evaluate_earns_keep(rules.earns_keep, steps, prev_steps, prev_name))
     marked = [w.model_copy(update={"breached": sorted(set(w.breached) | set(marks.get(i, [])))})

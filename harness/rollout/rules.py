@@ -145,3 +145,26 @@ def evaluate_earns_keep(rule: EarnsKeepRule, arm_steps: Sequence[StepSummary], p
     return RuleResult(rule="earns-its-keep", kind="earns_keep", status="breach",
                       message=f"does not earn its keep: best improvement {best[1]}, below the "
                       f"{rule.min_improvement:.2f}x required on any of {', '.join(rule.measures)}")
+
+
+def evaluate_errors(max_rate: float, arm_steps: Sequence[StepSummary], prev_steps: Sequence[StepSummary],
+                    prev_name: str) -> RuleResult:
+    """The newest tier must not bring failures: a step over ``max_rate`` errors where the arm before it was within."""
+    prev = {s.index: s for s in prev_steps}
+    worst: tuple[float, str] | None = None
+    for step in arm_steps:
+        if step.requests == 0:
+            continue
+        rate = step.errors / step.requests
+        other = prev.get(step.index)
+        other_rate = other.errors / other.requests if other is not None and other.requests else 0.0
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(step.errors_by_kind.items())) or "unclassified"
+        text = (f"step {step.index} ({step.label}): {step.errors} of {step.requests} requests failed ({rate:.1%}; "
+                f"{kinds}) vs {other_rate:.1%} on {prev_name}")
+        if rate > max_rate and other_rate <= max_rate and (worst is None or rate > worst[0]):
+            worst = (rate, text)
+    if worst is not None:
+        return RuleResult(rule="error-rate", kind="errors", status="breach", critical=True,
+                          message=f"the tier brings failures: {worst[1]}; limit {max_rate:.1%}")
+    return RuleResult(rule="error-rate", kind="errors", status="pass",
+                      message=f"no step's error rate rose above {max_rate:.1%} where {prev_name} stayed within it")

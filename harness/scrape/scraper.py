@@ -106,7 +106,10 @@ class Scraper:
             self._sync_client.close()
             self._sync_client = None
         self._closed = True
-        self._writer.close()
+        try:
+            self._writer.close()
+        except OSError as exc:  # disk full: what was written before stays readable; never raise into the caller
+            log.warning("scraper: cannot close %s: %s", self.path, exc)
 
     def __enter__(self) -> Scraper:
         return self

@@ -1,7 +1,8 @@
 """The demo's decisions follow from the simulated hardware: change the model, and the decisions change with it.
 
 Same traffic, same rules; only the simulated CPU tier's size (or the disk's speed) differs between the two runs of
-each test. The simulator runs 4x faster than modelled time so these stay short.
+each test. The simulator runs 2x faster than modelled time so these stay short; throughput (less noisy than a p95 over a
+few dozen requests) is the measure a tier must improve.
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from harness.summary import Summary
 pytestmark = pytest.mark.slow
 
 STEPS = {"warmup": {"duration_s": 1, "concurrency": 2},
-         "levels": [{"concurrency": 6, "duration_s": 6}, {"concurrency": 10, "duration_s": 6}],
+         "levels": [{"concurrency": 6, "duration_s": 8}, {"concurrency": 12, "duration_s": 8}],
          "scrape_interval_s": 0.5, "stream_idle_timeout_s": 20, "drain_timeout_s": 5}
 RULES = {"window_s": 2, "budgets": [], "regression": [],
-         "earns_keep": {"measures": ["ttft_p95", "output_tokens_per_s"], "min_improvement": 1.10, "min_samples": 5}}
+         "earns_keep": {"measures": ["output_tokens_per_s"], "min_improvement": 1.12, "min_samples": 5}}
 
 
 def run(short_scenario: Callable[..., Path], tmp_path: Path, name: str, arms: list[dict[str, Any]],
         sim_args: list[str] | None = None) -> Summary:
-    engine = {"sim_time_scale": 0.25, "sim_args": sim_args or []}
+    engine = {"sim_time_scale": 0.5, "sim_args": sim_args or []}
     path = short_scenario(name=name, arms=arms, steps=STEPS, rules=RULES, engine=engine)
     result = run_rollout(path, RunOptions(out_dir=tmp_path / name, write_reports=False), say=lambda m: None)
     assert result.summary is not None, result.message
@@ -66,8 +67,8 @@ def test_disk_speed_changes_the_tiered_decision(short_scenario: Callable[..., Pa
     fast_t = next(a for a in fast.arms if a.name == "tiered")
     slow_t = next(a for a in slow.arms if a.name == "tiered")
     assert sum((s.hit_tokens.disk or 0) for s in fast_t.steps) > 0
-    fast_p95 = max(s.ttft_ms.p95 or 0 for s in fast_t.steps)
-    slow_p95 = max(s.ttft_ms.p95 or 0 for s in slow_t.steps)
-    assert slow_p95 > fast_p95, (fast_p95, slow_p95)
-    assert decision(fast, "tiered") in ("go",), fast_t.reasons
+    fast_tps = max(s.output_tokens_per_s or 0 for s in fast_t.steps)
+    slow_tps = max(s.output_tokens_per_s or 0 for s in slow_t.steps)
+    assert slow_tps < fast_tps, (fast_tps, slow_tps)
+    assert decision(fast, "tiered") == "go", fast_t.reasons
     assert decision(slow, "tiered") in ("hold", "no-go"), slow_t.reasons

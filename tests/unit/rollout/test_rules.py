@@ -81,3 +81,14 @@ def test_earns_keep_inconclusive_without_samples() -> None:
     rule = EarnsKeepRule(min_samples=50)
     result = evaluate_earns_keep(rule, [step(0, 10, 50, requests=5)], [step(0, 100, 50)], "baseline")
     assert result.status == "inconclusive"
+
+
+def test_error_rate_rule_blames_only_new_failures() -> None:
+    from harness.rollout.rules import evaluate_errors
+
+    bad = step(0, 100, 50)
+    bad.errors, bad.errors_by_kind = 12, {"stalled": 12}
+    clean = step(0, 100, 50)
+    result = evaluate_errors(0.01, [bad], [clean], "cpu")
+    assert result.status == "breach" and result.critical and "12 of 100" in result.message and "stalled 12" in result.message
+    assert evaluate_errors(0.01, [bad], [bad], "cpu").status == "pass"  # the arm before failed as much

