@@ -34,7 +34,9 @@ test: $(STAMP) ## run the default test suite (unit, integration, reliability; no
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 
-test-e2e: $(STAMP) ## opt-in end-to-end tier: real dockerd, a Docker-launched simulator, a real vLLM on the CPU
+test-e2e: $(STAMP) ## opt-in end-to-end tier: slow simulator tests, then real dockerd, a Docker-launched simulator, a real vLLM on the CPU
+	@$(PY) -m pytest -m slow $(PYTEST_ARGS); rc=$$?; \
+	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no slow tests"; exit 1; fi; exit $$rc
 	bash scripts/e2e/run-e2e.sh
 
 demo: $(STAMP) ## run the simulated rollout (baseline, CPU tier, tiered) and print where the report is

@@ -127,6 +127,9 @@ def _register_area_commands() -> None:
     from harness.load.probe import probe_command
 
     app.command("probe")(probe_command)
+    from harness.launch.cleanup import cleanup_command
+
+    app.command("cleanup")(cleanup_command)
 
 
 _register_report_commands()

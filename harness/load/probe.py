@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import httpx
-import openai
 import typer
 
 from harness.load.text import filler, key_words, stable_key
 from harness.load.tokens import server_root
+
+if TYPE_CHECKING:
+    import openai  # imported at call time: it takes seconds, and the CLI must start fast
 
 Status = Literal["ok", "warn", "fail", "skip"]
 ESSENTIAL = ("models", "chat_stream", "usage_in_stream")
@@ -78,6 +80,7 @@ class NotOpenAI(ValueError):
 
 def _why(exc: BaseException, what: str) -> str:
     """One clear sentence for a failed OpenAI call."""
+    import openai
     if isinstance(exc, NotOpenAI):
         return f"{what} answered {exc} - this does not look like an OpenAI-compatible server"
     if isinstance(exc, openai.APIConnectionError | httpx.ConnectError):
@@ -178,6 +181,8 @@ def _plain_http(root: str, model: str, timeout_s: float, report: ProbeReport) ->
 
 def probe(url: str, model: str | None = None, timeout_s: float = 30.0) -> ProbeReport:
     """Run every check against ``url`` (with or without ``/v1``); never raises for server trouble."""
+    import openai
+
     root = server_root(url)
     report = ProbeReport(url=root, model=model)
     client = openai.OpenAI(base_url=root + "/v1", api_key=os.environ.get("OPENAI_API_KEY", "EMPTY"),

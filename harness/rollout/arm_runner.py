@@ -101,7 +101,8 @@ class ArmRunner:
         spec = build_launch_spec(engine, self.arm, host_port=host_port or _host_port(engine))
         spec = spec.model_copy(update={"env": resolve_env(spec.env)})
         self.spec = spec
-        launcher = launcher_for(engine.effective_launcher)
+        launcher = launcher_for(engine.effective_launcher, allow_unpinned=self.ctx.allow_unpinned
+                                or self.ctx.scenario.checks.allow_unpinned)
         run = self.ctx.run
         lctx = LaunchContext(run_id=self.ctx.run_id, log_path=run.log(self.arm.name),
                              work_dir=run.root / "launch" / self.arm.name, secrets=self.ctx.secrets)
@@ -124,9 +125,9 @@ class ArmRunner:
         path = self.ctx.run.compose(self.arm.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         if spec.image:
-            from harness.launch.compose import render_compose
+            from harness.launch.compose import write_compose
 
-            path.write_text(render_compose(spec, project=f"harness-{self.arm.name}"), encoding="utf-8")
+            write_compose(spec, f"harness-{self.arm.name}", path.parent, filename=path.name)
             return
         env = " ".join(f"{k}=\"${{{k}}}\"" for k in sorted(spec.env))
         script = path.with_suffix(".sh")

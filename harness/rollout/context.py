@@ -25,6 +25,7 @@ class RunContext:
     cancel: threading.Event = field(default_factory=threading.Event)
     host: HostFacts | None = None
     secrets: list[str] = field(default_factory=list)
+    allow_unpinned: bool = False
     say: Any = print  # callable(str): progress output
 
     @property

@@ -54,6 +54,7 @@ WATCH_MAX_SCRAPES = 100
 MAX_BURST_USERS = 1000
 PORT_FREE_TIMEOUT_S = 15.0
 _CHUNK = 1 << 20
+SKIPPED = "skipped"  # what a drill function returns after journaling why it did not run
 
 Action = tuple[float, str, Callable[[], None]]
 
@@ -90,8 +91,9 @@ class _Drill:
 
 def execute(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer: Any, drill: Drill) -> None:
     """Run one drill; problems become the drill's journaled result, never an exception (but cancellation)."""
-    number = next(i for i, d in enumerate(runner.ctx.scenario.drills) if d is drill)
-    d = _Drill(runner, scraper, tokenizer, drill, number)
+    drills = runner.ctx.scenario.drills
+    number = next((i for i, d in enumerate(drills) if d is drill), None)
+    d = _Drill(runner, scraper, tokenizer, drill, drills.index(drill) if number is None else number)
     d.event(event="start")
     if runner.server is None or not runner.server.alive():
         d.event(event="error", message="the server is not running (an earlier drill or step ended it)")
@@ -100,7 +102,7 @@ def execute(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer: A
         problem = _KINDS[drill.kind](d)
     except (OSError, disk_tier.DiskTierError) as exc:
         problem = f"{type(exc).__name__}: {exc}"
-    if problem == "skipped":
+    if problem == SKIPPED:
         return
     d.event(event="error" if problem else "done", message=problem or "")
     d.say("error: " + problem if problem else "done")
@@ -124,7 +126,8 @@ def _load(d: _Drill, names: list[str], seconds: float, *, requests: int | None =
     index, tag = DRILL_STEP_BASE - d.number, "-".join(names)
     label = f"drill-{d.drill.kind}-{tag}"
     server = d.server
-    d.say(f"{tag} load: {level.concurrency} users" + (f" for {seconds:g} s" if seconds else f", {requests} requests"))
+    d.say(f"load ({', '.join(names)}): {level.concurrency} users"
+          + (f" for {seconds:g} s" if seconds else f", {requests} requests"))
     d.scraper.scrape_now(f"drill-{d.number}-{tag}-start")
     req = runner.step_run(server.base_url, d.tokenizer, index, label, level, drill=d.drill.kind, drill_phase=tag)
     if workload is not None:
@@ -240,7 +243,7 @@ def _cache_loss(d: _Drill) -> str | None:
     tiers = d.tiers
     if not tiers:
         d.event(event="skipped", message="the arm has no disk tier")
-        return "skipped"
+        return SKIPPED
 
     def lose() -> None:
         started = time.perf_counter_ns()
@@ -307,10 +310,10 @@ def _storage_pressure(d: _Drill) -> str | None:
     tiers = d.tiers
     if not dr.fill_gib and not dr.read_slowdown:
         d.event(event="skipped", message="give fill_gib and/or read_slowdown to apply storage pressure")
-        return "skipped"
+        return SKIPPED
     if dr.fill_gib and not tiers:
         d.event(event="skipped", message="fill_gib needs a disk tier and the arm has none")
-        return "skipped"
+        return SKIPPED
     try:
         return _continuous(d, lambda: _pressure_on(d, tiers), lambda: _pressure_off(d, tiers))
     finally:

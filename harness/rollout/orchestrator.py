@@ -143,7 +143,7 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
                            for c in checks if c.level == "error")
         return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
     ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
-                     secrets=secret_values(scenario.engine.env), say=say)
+                     secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned)
     only = set(manifest.get("only") or opts.only or [a.name for a in scenario.arms])
     finished, done_steps = _completed_state(run)
     if opts.resume is not None:

@@ -9,10 +9,11 @@ import pytest
 import yaml
 
 SHORT = {
+    "engine": {"sim_time_scale": 0.25},  # the simulator runs 4x faster than modelled time
     "steps": {
         "warmup": {"duration_s": 1, "concurrency": 1},
-        "levels": [{"concurrency": 2, "duration_s": 4}, {"concurrency": 4, "duration_s": 4}],
-        "scrape_interval_s": 0.5, "stream_idle_timeout_s": 10, "drain_timeout_s": 5,
+        "levels": [{"concurrency": 2, "duration_s": 3}, {"concurrency": 4, "duration_s": 3}],
+        "scrape_interval_s": 0.5, "stream_idle_timeout_s": 10, "drain_timeout_s": 3,
     },
 }
 

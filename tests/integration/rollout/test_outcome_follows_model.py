@@ -27,7 +27,7 @@ RULES = {"window_s": 2, "budgets": [], "regression": [],
 
 def run(short_scenario: Callable[..., Path], tmp_path: Path, name: str, arms: list[dict[str, Any]],
         sim_args: list[str] | None = None) -> Summary:
-    engine = {"sim_time_scale": 0.5, "sim_args": sim_args or []}
+    engine = {"sim_time_scale": 0.5, "sim_args": sim_args or []}  # overrides the conftest's faster scale
     path = short_scenario(name=name, arms=arms, steps=STEPS, rules=RULES, engine=engine)
     result = run_rollout(path, RunOptions(out_dir=tmp_path / name, write_reports=False), say=lambda m: None)
     assert result.summary is not None, result.message

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from harness.rollout.orchestrator import RunOptions, run_rollout
 
@@ -99,6 +100,7 @@ def test_killed_server_marks_arm_failed_and_run_continues(short_scenario: Callab
     assert (df["arm"] == "cpu-16g").sum() > 0
 
 
+@pytest.mark.slow  # tests/reliability/test_reliability_signals.py covers SIGTERM/Ctrl-C + resume in the default suite
 def test_sigint_stops_servers_and_resume_completes(short_scenario: Callable[..., Path], tmp_path: Path) -> None:
     scenario = short_scenario()
     out = tmp_path / "results"
