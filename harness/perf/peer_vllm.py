@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.perf.model import ClientRun, Workload
-from harness.perf.procs import CpuPlan, TreeCpuSampler, pin
+from harness.perf.procs import CpuPlan, TreeCpuSampler
 from harness.perf.server import MODEL, truth_records
 from harness.perf.tokenizer import write_word_tokenizer
 from harness.sim.testing import stop_process
@@ -91,7 +91,7 @@ def run_peer(setup: PeerSetup, base_url: str, truth: Path, workload: Workload, c
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=_env(),
                                 start_new_session=True)
     try:
-        pin(proc.pid, cpus.client)
+        cpus.place(proc.pid, "client")
         sampler = TreeCpuSampler(proc.pid, max_s=RUN_TIMEOUT_S).start()
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while proc.poll() is None and time.monotonic() < deadline:

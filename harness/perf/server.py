@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.perf.procs import CpuPlan, pin
+from harness.perf.procs import CpuPlan
 from harness.sim.groundtruth import read_ground_truth
 from harness.sim.testing import SimHandle, running_sim
 
@@ -31,7 +31,7 @@ def perf_sim(pace: Pace, truth: Path, cpus: CpuPlan) -> Iterator[SimHandle]:
     with running_sim(profile=PROFILE, time_scale=TIME_SCALES[pace], max_num_seqs=1024,
                      ground_truth=truth) as sim:
         if sim.process is not None:
-            pin(sim.process.pid, cpus.server)
+            cpus.place(sim.process.pid, "server")
         yield sim
 
 
