@@ -12,7 +12,8 @@ import sys
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
 from harness.engines.registry import register
-from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
+from harness.engines.spec import LaunchSpec, MetricsEndpoint
+from harness.engines.vllm import disk_tier_volumes
 from harness.engines.vllm import offload_args as vllm_offload_args
 
 CONTAINER_PORT = 8000
@@ -37,12 +38,7 @@ class SimAdapter:
         docker = engine.effective_launcher == "docker"
         port = CONTAINER_PORT if docker else (host_port or engine.port)
         bind = "0.0.0.0" if docker else engine.host
-        volumes: list[Volume] = []
-        disk_map: dict[str, str] = {}
-        for i, tier in enumerate(arm.fs_tiers()):
-            inside = f"/kv-tier/{i}" if docker else tier.root_dir
-            disk_map[tier.root_dir] = inside
-            volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
+        volumes, disk_map = disk_tier_volumes(arm, docker=docker)
         args = ["--host", bind, "--port", str(port), "--flavor", engine.sim_flavor,
                 "--model", engine.model, "--time-scale", f"{engine.sim_time_scale:g}",
                 "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]

@@ -22,6 +22,18 @@ CONTAINER_PORT = 8000
 CONTAINER_MODEL_CACHE = "/root/.cache/huggingface"
 
 
+def disk_tier_volumes(arm: Arm, *, docker: bool) -> tuple[list[Volume], dict[str, str]]:
+    """Volumes for the arm's fs tiers and the map host dir -> path the engine sees (``/kv-tier/<i>`` in a
+    container, the directory itself for a local process)."""
+    volumes: list[Volume] = []
+    disk_map: dict[str, str] = {}
+    for i, tier in enumerate(arm.fs_tiers()):
+        inside = f"/kv-tier/{i}" if docker else tier.root_dir
+        disk_map[tier.root_dir] = inside
+        volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
+    return volumes, disk_map
+
+
 def connector_config(offload: VllmConnectorOffload, *, disk_dir_map: dict[str, str] | None = None) -> dict[str, Any]:
     """The ``--kv-transfer-config`` object for an explicit OffloadingConnector."""
     extra: dict[str, Any] = {"spec_name": offload.spec_name, "cpu_bytes_to_use": offload.cpu_bytes_to_use,
@@ -90,12 +102,7 @@ class VllmAdapter:
         docker = engine.effective_launcher == "docker"
         port = CONTAINER_PORT if docker else (host_port or engine.port)
         bind = "0.0.0.0" if docker else engine.host  # inside a container; published to loopback only
-        volumes: list[Volume] = []
-        disk_map: dict[str, str] = {}
-        for i, tier in enumerate(arm.fs_tiers()):
-            inside = f"/kv-tier/{i}" if docker else tier.root_dir
-            disk_map[tier.root_dir] = inside
-            volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
+        volumes, disk_map = disk_tier_volumes(arm, docker=docker)
         if docker and engine.model_cache_dir:
             volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
                                   purpose="model-cache"))
