@@ -204,7 +204,7 @@ class ArmRunner:
                        arm=self.arm.name, records_dir=self.ctx.run.records_dir(self.arm.name),
                        request_timeout_s=steps.request_timeout_s, stream_idle_timeout_s=steps.stream_idle_timeout_s,
                        drain_timeout_s=steps.drain_timeout_s, max_model_len=self.engine.max_model_len,
-                       tokenizer=tokenizer, **extra)
+                       tokenizer=tokenizer, trace_base_dir=self.ctx.scenario_dir, **extra)
 
     def _step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
               level: StepLevel, **extra: Any) -> str | None:

@@ -26,6 +26,7 @@ class RunContext:
     host: HostFacts | None = None
     secrets: list[str] = field(default_factory=list)
     allow_unpinned: bool = False
+    scenario_dir: Path | None = None  # relative paths in the scenario (trace files) resolve here
     say: Any = print  # callable(str): progress output
 
     @property

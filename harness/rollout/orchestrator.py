@@ -142,8 +142,12 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
         errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
                            for c in checks if c.level == "error")
         return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
+    problem = _workload_problem(scenario, _scenario_dir(manifest))
+    if problem is not None:
+        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
     ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
-                     secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned)
+                     secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
+                     scenario_dir=_scenario_dir(manifest))
     only = set(manifest.get("only") or opts.only or [a.name for a in scenario.arms])
     finished, done_steps = _completed_state(run)
     if opts.resume is not None:
@@ -160,6 +164,25 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
     if outcome is not None:
         return outcome
     return finish(run, opts, say=say, checks=checks)
+
+
+def _scenario_dir(manifest: dict[str, Any]) -> Path:
+    """Relative paths in a scenario (a trace file) are relative to the scenario file's directory."""
+    source = manifest.get("scenario_file")
+    return Path(source).resolve().parent if source else Path.cwd()
+
+
+def _workload_problem(scenario: Scenario, base_dir: Path) -> str | None:
+    """Build every step's request plan before any server starts, so bad workload input fails fast (exit 2)."""
+    from harness.load import LoadConfigError, TraceLoadError, build_plan
+
+    for index, level in enumerate(scenario.steps.levels):
+        try:
+            build_plan(scenario.workload, level, step_index=index, max_model_len=scenario.engine.max_model_len,
+                       base_dir=base_dir)
+        except (LoadConfigError, TraceLoadError) as exc:
+            return f"workload (steps.levels[{index}]): {exc}"
+    return None
 
 
 def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set[str], done_steps: dict[str, int],
