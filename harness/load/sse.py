@@ -11,8 +11,17 @@ object ends the stream as ``malformed_stream``; an ``{"error": ...}`` event ends
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+_loads: Callable[[bytes], Any]
+try:  # orjson parses an event ~4x faster than json: ~30% less client CPU per token (docs/perf.md)
+    import orjson
+
+    _loads = orjson.loads
+except ImportError:  # pragma: no cover - the standard library does the same, slower
+    _loads = json.loads
 
 _FIELDS = (b"event", b"id", b"retry")
 MAX_DETAIL = 300
@@ -99,7 +108,7 @@ class SseDecoder:
             st.done_ns = t_ns
             return True
         try:
-            obj = json.loads(payload)
+            obj = _loads(payload)
         except ValueError:
             return self._fail("malformed_stream", f"data is not JSON: {excerpt(payload)}")
         if not isinstance(obj, dict):

