@@ -4,6 +4,7 @@
 ``results/perf-<timestamp>.md``. Module map: ``procs`` (process-tree CPU sampling, core pinning), ``server``
 (the fast and paced simulators), ``model`` (workload, per-run figures), ``harness_client`` (the harness's
 ``run_step`` under test), ``peer_vllm`` / ``peer_setup`` / ``tokenizer`` (``vllm bench serve`` in its own
-venv), ``capacity`` (sections 1 and 2), ``benches`` (the analysis, trace, report and simulator benches),
-``profile`` (py-spy summary when the efficiency goal is missed). See ``docs/perf.md``.
+venv), ``capacity`` (sections 1 and 2: runs), ``rows`` (their table rows), ``benches`` (the analysis, trace,
+report and simulator benches), ``profile`` (py-spy summary when the efficiency goal is missed). See
+``docs/perf.md``.
 """

@@ -31,7 +31,7 @@ from harness.perf.peer_setup import find_peer
 from harness.perf.peer_vllm import TOOL as PEER_TOOL
 from harness.perf.procs import cpu_plan
 from harness.perf.profile import ProfileSummary
-from harness.perf.rows import capacity_rows, fidelity_rows
+from harness.perf.rows import capacity_rows, fidelity_notes, fidelity_rows
 from harness.perf.server import sim_flags
 from harness.perf.table import PerfTable, Row, markdown
 
@@ -120,6 +120,7 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
         if "capacity" not in skip:
             table.rows += capacity_rows(paced, opts, (opts.fidelity_streams,), "paced server", goal=None)
         table.rows += fidelity_rows(paced, capacity, opts.fidelity_streams)
+        table.notes += fidelity_notes(paced, opts.fidelity_streams)
         table.facts.append(("timing workload", f"{opts.fidelity_streams} streams x "
                             f"{opts.fidelity_requests_per_stream} requests, {opts.repeats} run(s) per tool; "
                             f"simulator {sim_flags('paced')}"))

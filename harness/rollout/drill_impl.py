@@ -1,4 +1,5 @@
-"""Tier drills on a running arm: load before, a disruption, load during and after, all journaled from the files.
+"""Tier drills on a running arm: load before, a disruption, load during and after; every phase journaled, so the
+summary is rebuilt from the files alone.
 
 Every load a drill sends is a journaled step (step index ``-2 - drill number``); ``steps.jsonl`` entries carry
 ``drill``, ``drill_phase`` (``before``/``during``/``after``, or ``cool`` for the promotion burst's eviction load)

@@ -109,10 +109,12 @@ def _is_file_error(exc: OSError) -> bool:
 def _write_failure(exc: OSError, run_dir: Path | None) -> RunResult:
     """A run that could not write its results (disk full, read-only, gone): one clear message, exit 4."""
     what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-    full = " (the disk is full)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-    where = (f"; what was written so far stays in {run_dir}: free space, then `harness run --resume {run_dir}` or "
-             f"`harness report {run_dir}`") if run_dir is not None else ""
-    return RunResult(run_dir, EXIT_FAILED, message=f"cannot write the run's results{full}: {what}{where}")
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    head = "cannot write the run's results" + (" (the disk is full)" if full else "") \
+        if exc.errno in _FILE_ERRNOS else "a file operation of the run failed"
+    where = (f"; what was written so far stays in {run_dir}: {'free space' if full else 'fix that'}, then "
+             f"`harness run --resume {run_dir}` or `harness report {run_dir}`") if run_dir is not None else ""
+    return RunResult(run_dir, EXIT_FAILED, message=f"{head}: {what}{where}")
 
 
 def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = print,
