@@ -104,6 +104,8 @@ def fmt_number(value: float) -> str:
         return f"{value:.1f}"
     if magnitude >= 1 or magnitude == 0:
         return f"{value:.2f}"
+    if magnitude >= 0.1:
+        return f"{value:.3f}"  # ratios: three decimals
     return f"{value:.3g}"
 
 
