@@ -103,19 +103,36 @@ def _parse_obj(obj: Any, line_no: int) -> TraceRequest | str:
     return TraceRequest(float(ts), inp, out, tuple(ids), line_no)
 
 
-def parse_line(raw: bytes, line_no: int) -> TraceRequest | str | None:
-    """Parse one raw line: a request, the reason it is bad, or ``None`` for a blank line."""
+@dataclass(frozen=True)
+class JsonLine:
+    """A decoded JSONL line's value (``BLANK`` for an empty line)."""
+
+    value: Any
+
+
+BLANK = JsonLine(None)
+
+
+def decode_json_line(raw: bytes) -> JsonLine | str:
+    """Decode one raw JSONL line: its value, ``BLANK`` for a blank line, or the reason it is not JSON."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
     if not text.strip():
-        return None
+        return BLANK
     try:
-        obj = json.loads(text)
+        return JsonLine(json.loads(text))
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at column {exc.colno})"
-    return _parse_obj(obj, line_no)
+
+
+def parse_line(raw: bytes, line_no: int) -> TraceRequest | str | None:
+    """Parse one raw line: a request, the reason it is bad, or ``None`` for a blank line."""
+    decoded = decode_json_line(raw)
+    if isinstance(decoded, str):
+        return decoded
+    return None if decoded is BLANK else _parse_obj(decoded.value, line_no)
 
 
 def read_mooncake(path: Path, *, on_bad_line: Literal["skip", "stop"] = "stop") -> MooncakeTrace:

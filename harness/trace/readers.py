@@ -23,10 +23,12 @@ import numpy as np
 
 from harness.trace.blocks import BlockTrace, from_requests
 from harness.trace.mooncake import (
+    BLANK,
     MOONCAKE_BLOCK_TOKENS,
     BadLine,
     TraceFormatError,
     TraceRequest,
+    decode_json_line,
     is_timestamp,
 )
 from harness.trace.mooncake_columns import read_mooncake_blocks
@@ -90,16 +92,12 @@ def chained_block_hashes(tokens: list[str], block_tokens: int) -> list[int]:
 
 
 def _parse_prompt_line(raw: bytes, line_no: int, block_tokens: int) -> TraceRequest | str | None:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    if not text.strip():
+    decoded = decode_json_line(raw)
+    if isinstance(decoded, str):
+        return decoded
+    if decoded is BLANK:
         return None
-    try:
-        obj: Any = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    obj: Any = decoded.value
     if not isinstance(obj, dict):
         return f"expected a JSON object, got {type(obj).__name__}"
     ts, prompt, out = obj.get("timestamp"), obj.get("prompt"), obj.get("output_length", 0)
