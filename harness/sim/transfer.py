@@ -16,24 +16,17 @@ from __future__ import annotations
 from collections import deque
 
 
-class Link:
-    """A FIFO transfer link."""
+class _FifoDevice:
+    """FIFO bookkeeping shared by links and disks: when the device is free, job/byte/busy counters, open jobs."""
 
-    def __init__(self, bytes_per_s: float, latency_s: float = 0.0) -> None:
-        if bytes_per_s <= 0:
-            raise ValueError("bandwidth must be positive")
-        self.bytes_per_s = bytes_per_s
-        self.latency_s = latency_s
+    def __init__(self) -> None:
         self.free_at = 0.0
         self.jobs = 0
         self.bytes = 0
         self.busy_s = 0.0
         self._ends: deque[float] = deque()
 
-    def submit(self, now: float, nbytes: int, not_before: float = 0.0) -> tuple[float, float]:
-        """Queue a job of ``nbytes``; returns its (start, end) in modelled seconds."""
-        start = max(now, not_before, self.free_at)
-        duration = self.latency_s + nbytes / self.bytes_per_s
+    def _enqueue(self, start: float, duration: float, nbytes: int) -> tuple[float, float]:
         end = start + duration
         self.free_at = end
         self.jobs += 1
@@ -50,21 +43,33 @@ class Link:
         return len(ends)
 
 
-class DiskQueue:
+class Link(_FifoDevice):
+    """A FIFO transfer link."""
+
+    def __init__(self, bytes_per_s: float, latency_s: float = 0.0) -> None:
+        if bytes_per_s <= 0:
+            raise ValueError("bandwidth must be positive")
+        super().__init__()
+        self.bytes_per_s = bytes_per_s
+        self.latency_s = latency_s
+
+    def submit(self, now: float, nbytes: int, not_before: float = 0.0) -> tuple[float, float]:
+        """Queue a job of ``nbytes``; returns its (start, end) in modelled seconds."""
+        start = max(now, not_before, self.free_at)
+        return self._enqueue(start, self.latency_s + nbytes / self.bytes_per_s, nbytes)
+
+
+class DiskQueue(_FifoDevice):
     """The fs tier's device: shared bandwidth, per-file latency overlapped over ``threads``."""
 
     def __init__(self, bytes_per_s: float, latency_s: float, threads: int) -> None:
         if bytes_per_s <= 0 or threads <= 0:
             raise ValueError("bandwidth and threads must be positive")
+        super().__init__()
         self.bytes_per_s = bytes_per_s
         self.latency_s = latency_s
         self.threads = threads
         self.slowdown = 1.0
-        self.free_at = 0.0
-        self.jobs = 0
-        self.bytes = 0
-        self.busy_s = 0.0
-        self._ends: deque[float] = deque()
 
     def job_time(self, n_files: int, nbytes: int) -> float:
         waves = -(-n_files // self.threads)
@@ -72,18 +77,4 @@ class DiskQueue:
 
     def submit(self, now: float, n_files: int, nbytes: int) -> tuple[float, float]:
         """Queue a job; returns its (start, end)."""
-        start = max(now, self.free_at)
-        duration = self.job_time(n_files, nbytes)
-        end = start + duration
-        self.free_at = end
-        self.jobs += 1
-        self.bytes += nbytes
-        self.busy_s += duration
-        self._ends.append(end)
-        return start, end
-
-    def active_jobs(self, now: float) -> int:
-        ends = self._ends
-        while ends and ends[0] <= now:
-            ends.popleft()
-        return len(ends)
+        return self._enqueue(max(now, self.free_at), self.job_time(n_files, nbytes), nbytes)
