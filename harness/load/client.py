@@ -92,6 +92,12 @@ class Timeouts:
     connect_s: float = 10.0
 
 
+def _transport_failure(ex: Exchange, exc: BaseException) -> None:
+    """A broken connection: ``incomplete`` once the response had begun, ``connection`` before."""
+    kind = "incomplete" if ex.first_byte_ns is not None else "connection"
+    ex.fail(kind, f"{type(exc).__name__}: {exc}")
+
+
 def _status_kind(status: int) -> str:
     return "http_5xx" if status >= 500 else "http_4xx"
 
@@ -138,12 +144,8 @@ class GeventStreamClient:
         except TimeoutError:
             where = "stream" if ex.first_byte_ns is not None else "response headers"
             ex.fail("stalled", f"no data for stream_idle_timeout_s={self._t.idle_s:g} (waiting for {where})")
-        except (HTTPConnectionClosed, HTTPParseError) as exc:
-            kind = "incomplete" if ex.first_byte_ns is not None else "connection"
-            ex.fail(kind, f"{type(exc).__name__}: {exc}")
-        except OSError as exc:
-            kind = "incomplete" if ex.first_byte_ns is not None else "connection"
-            ex.fail(kind, f"{type(exc).__name__}: {exc}")
+        except (HTTPConnectionClosed, HTTPParseError, OSError) as exc:
+            _transport_failure(ex, exc)
         except (Interrupted, gevent.GreenletExit) as exc:
             ex.interrupted(exc.reason if isinstance(exc, Interrupted) else "stopped")
             raise
@@ -218,8 +220,7 @@ class HttpxStreamClient:
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
             ex.fail("stalled", f"no data for stream_idle_timeout_s={self._t.idle_s:g}")
         except httpx.HTTPError as exc:
-            kind = "incomplete" if ex.first_byte_ns is not None else "connection"
-            ex.fail(kind, f"{type(exc).__name__}: {exc}")
+            _transport_failure(ex, exc)
         except (Interrupted, gevent.GreenletExit) as exc:
             ex.interrupted(exc.reason if isinstance(exc, Interrupted) else "stopped")
             raise
