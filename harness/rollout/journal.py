@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.jsonl import read_objects
+
 
 def append(path: Path, record: dict[str, Any]) -> None:
     """Append one JSON object as a line and fsync, so a crash right after keeps it."""
@@ -33,20 +35,7 @@ def append(path: Path, record: dict[str, Any]) -> None:
 
 def read(path: Path) -> list[dict[str, Any]]:
     """All complete lines; a torn last line (crash mid-write) is ignored."""
-    if not path.exists():
-        return []
-    out: list[dict[str, Any]] = []
-    for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+    return read_objects(path)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

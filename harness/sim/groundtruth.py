@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
+from harness.jsonl import read_objects
+
 
 class GroundTruthWriter:
     """Append-only JSONL writer, flushed per line."""
@@ -40,15 +42,4 @@ class GroundTruthWriter:
 
 def read_ground_truth(path: str | Path) -> list[dict[str, Any]]:
     """All records of a ground-truth file (a partial last line is ignored)."""
-    out: list[dict[str, Any]] = []
-    p = Path(path)
-    if not p.exists():
-        return out
-    for line in p.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+    return read_objects(Path(path))
