@@ -30,6 +30,10 @@ class HostFacts(Protocol):
         """Whether containers can get NVIDIA GPUs here, and why (not)."""
         ...
 
+    def shm_free_bytes(self) -> int | None:
+        """Free bytes in the host's ``/dev/shm`` (None when there is none)."""
+        ...
+
 
 def nearest_existing(path: Path) -> Path:
     """The path itself or its closest existing ancestor."""
@@ -64,6 +68,10 @@ class OsHostFacts:
             return True, "NVIDIA driver present (Docker runtime not checked: the docker package is missing)"
         return gpu_runtime_available()
 
+    def shm_free_bytes(self) -> int | None:
+        shm = Path("/dev/shm")
+        return int(shutil.disk_usage(shm).free) if shm.is_dir() else None
+
 
 @dataclass
 class FakeHostFacts:
@@ -74,6 +82,7 @@ class FakeHostFacts:
     disk_free: dict[str, int] = field(default_factory=dict)
     default_disk_free: int = 500 << 30
     gpu: tuple[bool, str] = (True, "fake GPU runtime")
+    shm_free: int | None = 256 << 30
 
     def mem_available_bytes(self) -> int:
         return self.mem_available
@@ -86,3 +95,6 @@ class FakeHostFacts:
 
     def gpu_runtime(self) -> tuple[bool, str]:
         return self.gpu
+
+    def shm_free_bytes(self) -> int | None:
+        return self.shm_free

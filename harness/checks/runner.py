@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from harness.checks import arms, engine, resources
+from harness.checks import arms, blocks, engine, resources, shm
 from harness.checks.host import HostFacts, OsHostFacts
 from harness.config.scenario import Scenario
 from harness.summary import CheckItem
@@ -24,6 +24,8 @@ ALL_CHECKS: dict[str, Check] = {
     "lengths": lambda s, h, m, u: engine.check_lengths(s),
     "host-headroom": lambda s, h, m, u: resources.check_host_headroom(s, h),
     "disk-tier": lambda s, h, m, u: resources.check_disk_tiers(s, h),
+    "shm": lambda s, h, m, u: shm.check_shm(s, h),
+    "tier-blocks": lambda s, h, m, u: blocks.check_tier_holds_a_block(s),
     "gpu-runtime": lambda s, h, m, u: resources.check_gpu_runtime(s, h, m),
 }
 

@@ -52,6 +52,8 @@ class FsTier(StrictModel):
     n_write_threads: int = Field(default=16, ge=1, le=1024)
     size_gib: float | None = Field(default=None, gt=0, le=1024 * 1024.0, description="disk you plan to give the "
                                    "tier; vLLM 0.32's fs tier has no cap of its own (the simulator enforces it)")
+    extra: dict[str, Any] = Field(default_factory=dict, description="further per-tier keys passed to vLLM "
+                                  "verbatim (e.g. locality, enable_kv_events); vLLM rejects keys its tier lacks")
 
 
 class VllmConnectorOffload(StrictModel):

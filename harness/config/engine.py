@@ -18,6 +18,20 @@ _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 _GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
 
 
+class SimNoise(StrictModel):
+    """Seeded run-to-run variance of the simulator (harness/sim/noise.py; harness/sim/README.md, "Noise").
+
+    Each launch's seed is derived from ``seed`` and the arm's name, so arms (and an A/A re-run of the baseline
+    under another name) get different, reproducible draws.
+    """
+
+    seed: int = Field(default=0, ge=0, description="scenario noise seed; each launch uses hash(seed, arm name)")
+    step_jitter: float = Field(default=0.0, ge=0.0, le=2.0, description="per-step compute-time lognormal sigma")
+    run_drift: float = Field(default=0.0, ge=0.0, le=2.0, description="per-launch compute-time lognormal sigma")
+    drift_per_hour: float = Field(default=0.0, ge=0.0, le=10.0, description="compute slows by this fraction "
+                                  "per modelled hour (thermal throttling)")
+
+
 class EngineSpec(StrictModel):
     """Everything about the server that must be identical across arms (the 'one dimension at a time' rule)."""
 
@@ -42,7 +56,12 @@ class EngineSpec(StrictModel):
                                 "passed through but never recorded)")
     extra_args: list[str] = Field(default_factory=list, description="extra engine CLI arguments, verbatim")
     gpus: str = Field(default="all", description="docker GPU request: 'all', a count, or device ids '0,1'")
-    shm_size: str = Field(default="16g", description="docker shared memory size")
+    shm_size: str | None = Field(default=None, description="docker shared memory size; default: sized from the "
+                                 "CPU tier (see docs/engines.md)")
+    ipc: Literal["private", "host"] | None = Field(default=None, description="container IPC namespace: host shares "
+                                                   "the host's /dev/shm (default: host for trtllm, private for vllm)")
+    version: str | None = Field(default=None, description="engine release where no image tag names it (a local "
+                                "process), e.g. 1.0.0; chooses the TensorRT-LLM version table")
     model_cache_dir: str | None = Field(default=None, description="host directory mounted as the model cache")
     readiness_timeout_s: float = Field(default=900.0, gt=0, le=7200)
     # Simulator only.
@@ -52,6 +71,8 @@ class EngineSpec(StrictModel):
                                                   "simulator speaks")
     sim_time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
     sim_args: list[str] = Field(default_factory=list, description="extra simulator flags (faults, seeds)")
+    sim_noise: SimNoise | None = Field(default=None, description="seeded timing noise of the simulator (off "
+                                       "when absent)")
 
     @field_validator("image_digest")
     @classmethod
@@ -69,8 +90,8 @@ class EngineSpec(StrictModel):
 
     @field_validator("shm_size")
     @classmethod
-    def _shm_format(cls, value: str) -> str:
-        if not _SHM_RE.match(value):
+    def _shm_format(cls, value: str | None) -> str | None:
+        if value is not None and not _SHM_RE.match(value):
             raise ValueError("must be a size like 16g, 512m or 1073741824")
         return value
 

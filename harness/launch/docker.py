@@ -9,7 +9,6 @@ the container in ``Created`` state) is removed before :class:`LaunchError` is ra
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import re
 import secrets
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 from docker import DockerClient
 from docker.errors import DockerException, NotFound
 from docker.models.containers import Container
+from docker.types import Ulimit
 
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import (
@@ -29,13 +29,14 @@ from harness.launch.base import (
     LaunchError,
 )
 from harness.launch.cleanup import OWNER_VALUE, remove_labelled_containers
-from harness.launch.docker_host import (
+from harness.launch.docker_host import (  # publish_host: re-exported (compose imports it from here)
     GPU_DRIVER_ERROR,
     NO_GPU_RUNTIME,
     DockerUnavailable,
     ResolvedImage,
     connect,
     device_requests,
+    publish_host,
     resolve_image,
 )
 from harness.launch.errors import engine_error
@@ -244,7 +245,7 @@ def container_options(spec: LaunchSpec, ctx: LaunchContext) -> dict[str, Any]:
         local = ctx.work_dir / cfg.name
         local.write_text(cfg.content, encoding="utf-8")
         volumes[str(local.resolve())] = {"bind": cfg.container_path, "mode": "ro"}
-    return {
+    options: dict[str, Any] = {
         "name": container_name(ctx.run_id, spec.arm),
         "entrypoint": spec.entrypoint,
         "command": spec.args,
@@ -257,20 +258,11 @@ def container_options(spec: LaunchSpec, ctx: LaunchContext) -> dict[str, Any]:
         "init": True,
         "detach": True,
     }
-
-
-def publish_host(host: str) -> str:
-    """The loopback address to publish on; refuses anything else (servers are never exposed off the host)."""
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        addr = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        raise ValueError(f"engine.host {host!r} must be a loopback address such as 127.0.0.1") from None
-    if not addr.is_loopback:
-        raise ValueError(f"engine.host {host!r} is not loopback: the docker launcher publishes ports on "
-                         "127.0.0.1 (or ::1) only")
-    return str(addr)
+    if spec.ipc_mode:  # docker refuses shm_size with ipc host: the adapters set one or the other
+        options["ipc_mode"] = spec.ipc_mode
+    if spec.ulimits:
+        options["ulimits"] = [Ulimit(name=k, soft=v, hard=v) for k, v in spec.ulimits.items()]
+    return options
 
 
 def container_name(run_id: str, arm: str) -> str:

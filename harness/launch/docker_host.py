@@ -5,6 +5,7 @@ Used by the Docker launcher, ``harness cleanup`` and the plan checks. Nothing he
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import shutil
 import subprocess
@@ -165,3 +166,17 @@ def resolve_image(client: DockerClient, ref: str, *, expected_digest: str | None
 def _first_line(text: object) -> str:
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]
     return lines[0] if lines else ""
+
+
+def publish_host(host: str) -> str:
+    """The loopback address to publish on; refuses anything else (servers are never exposed off the host)."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        addr = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        raise ValueError(f"engine.host {host!r} must be a loopback address such as 127.0.0.1") from None
+    if not addr.is_loopback:
+        raise ValueError(f"engine.host {host!r} is not loopback: the docker launcher publishes ports on "
+                         "127.0.0.1 (or ::1) only")
+    return str(addr)

@@ -1,7 +1,9 @@
 """Pid files for local-process servers, so ``harness cleanup`` can stop what an interrupted (killed) run left.
 
-Each started server writes ``<state dir>/<pid>.json`` (run id, arm, pid, the process's start time); a clean stop
-removes it. Cleanup only signals a pid whose start time still matches, so a recycled pid is never touched.
+Each started server writes ``<state dir>/<pid>.json`` (run id, arm, pid, the process's start time, and the owning
+harness process's pid and start time); a clean stop removes it. Cleanup only signals a pid whose start time still
+matches, so a recycled pid is never touched, and never a server whose owning run is still alive unless that run's
+id is named explicitly: a cleanup must not end another live run.
 State dir: ``$HARNESS_STATE_DIR`` or ``~/.cache/kvoffload-harness/processes``.
 """
 
@@ -28,8 +30,10 @@ def record(run_id: str, arm: str, pid: int) -> None:
         created = psutil.Process(pid).create_time()
         path = state_dir()
         path.mkdir(parents=True, exist_ok=True)
+        owner = psutil.Process(os.getpid())
         (path / f"{pid}.json").write_text(json.dumps({"run_id": run_id, "arm": arm, "pid": pid,
-                                                      "create_time": created}), encoding="utf-8")
+                                                      "create_time": created, "owner_pid": owner.pid,
+                                                      "owner_create_time": owner.create_time()}), encoding="utf-8")
     except (OSError, psutil.Error):
         return
 
@@ -40,8 +44,25 @@ def forget(pid: int) -> None:
         (state_dir() / f"{pid}.json").unlink()
 
 
+def _owner_alive(info: dict[str, object]) -> bool:
+    """The harness process that started the server still runs (and is the same process, not a recycled pid)."""
+    try:
+        owner_pid = int(str(info["owner_pid"]))
+        owner_created = float(str(info["owner_create_time"]))
+    except (KeyError, ValueError):
+        return False
+    if owner_pid == os.getpid():
+        return False  # this process's own leftovers (its cleanup stops them deliberately)
+    try:
+        proc = psutil.Process(owner_pid)
+        return proc.is_running() and abs(proc.create_time() - owner_created) < 1.0
+    except psutil.Error:
+        return False
+
+
 def kill_leftovers(run_id: str | None = None, *, dry_run: bool = False) -> list[str]:
-    """Stop (SIGTERM, then SIGKILL) recorded servers that still run; returns what was found."""
+    """Stop (SIGTERM, then SIGKILL) recorded servers that still run and whose run has ended (or, with ``run_id``,
+    that run's servers); returns what was found."""
     found: list[str] = []
     directory = state_dir()
     if not directory.is_dir():
@@ -64,6 +85,8 @@ def kill_leftovers(run_id: str | None = None, *, dry_run: bool = False) -> list[
                 with contextlib.suppress(OSError):
                     entry.unlink()
             continue
+        if run_id is None and _owner_alive(info):
+            continue  # a live run's server: never ours to stop without its run id
         found.append(f"process {pid} (run {info.get('run_id')}, arm {info.get('arm')})")
         if dry_run:
             continue

@@ -38,8 +38,7 @@ TIERING = {"name": "cpu-32g-nvme", "tier": "tiered",
            "offload": {"kind": "vllm-connector", "spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 32 * GIB,
                        "secondary_tiers": [{"type": "fs", "root_dir": "/mnt/nvme/kv-tier", "n_read_threads": 8,
                                             "n_write_threads": 4, "size_gib": 500}]}}
-TRT_BASE = {"name": "baseline", "tier": "gpu-only",
-            "offload": {"kind": "trtllm", "host_cache_size": 0, "tokens_per_block": 32}}
+TRT_BASE = {"name": "baseline", "tier": "gpu-only", "offload": {"kind": "trtllm", "host_cache_size": 0}}
 TRT_NONE = {"name": "baseline", "tier": "gpu-only"}
 TRT_HOST = {"name": "host-32g", "tier": "cpu",
             "offload": {"kind": "trtllm", "host_cache_size": 32 * GIB, "secondary_offload_min_priority": 35,
@@ -63,6 +62,15 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any], int | None]] = {
     "trtllm-docker-baseline-kind-none": (TRTLLM, TRT_NONE, None),
     "trtllm-docker-host-cache": (TRTLLM, TRT_HOST, None),
     "trtllm-process-host-cache": ({**TRTLLM, "launcher": "process"}, TRT_HOST, 18002),
+    # TensorRT-LLM per release (harness/engines/trtllm-versions.yaml): 1.0 keys only; later releases their extras
+    "trtllm-1.1-docker-host-cache": ({**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.1.0rc5"}, TRT_HOST,
+                                     None),
+    "trtllm-1.3-docker-host-cache": ({**TRTLLM, "image": "nvcr.io/nvidia/tensorrt-llm/release:1.3.0",
+                                      "tensor_parallel_size": 2},
+                                     {**TRT_HOST, "offload": {**TRT_HOST["offload"], "tokens_per_block": 64}}, None),
+    # exact sizes: 0.0048828125 GiB is 5242880 bytes, rendered so vLLM computes exactly that
+    "vllm-docker-native-fractional-gib": (VLLM, {**NATIVE, "offload": {"kind": "vllm-native",
+                                                                       "kv_offloading_size_gib": 0.0048828125}}, None),
     # the simulator, each offload form
     "sim-process-gpu-only": (SIM, GPU_ONLY, 18003),
     "sim-process-native-cpu": (SIM, NATIVE, 18003),

@@ -1,5 +1,6 @@
 """The shipped compose files (compose/): structure both compose v1 and v2 accept, loopback ports, GPU reservations,
-health checks, pinned images, the disk-tier volume, and a Grafana dashboard whose metric names the catalogs know.
+health checks, pinned images, entrypoints, ipc host or shm_size, the disk-tier volume, and a Grafana dashboard whose
+metric names the catalogs know. Version and /dev/shm facts per file: test_shipped_compose.py.
 
 `docker-compose config -q` on each file runs in the e2e tier (tests/e2e/test_e2e_compose.py), where it is installed.
 """
@@ -52,7 +53,12 @@ def test_engine_files_have_the_launch_essentials(name: str) -> None:
     image = defaults(svc["image"])
     assert ":" in image and not image.endswith(":latest"), f"{name}: pin the image tag"
     assert svc["init"] is True
-    assert svc["shm_size"]
+    ipc_host = svc.get("ipc") == "host"
+    assert ipc_host != bool(svc.get("shm_size")), f"{name}: ipc host OR shm_size (docker refuses both)"
+    if name.startswith("trtllm"):
+        assert ipc_host and svc["ulimits"] == {"memlock": -1, "stack": 67108864}, "NVIDIA's documented settings"
+    else:
+        assert svc["entrypoint"] == ["vllm", "serve"] and not svc["command"][0].startswith("-"), "model positional"
     for port in svc["ports"]:
         assert defaults(port).startswith("127.0.0.1:"), f"{name}: publish on loopback only"
     devices = svc["deploy"]["resources"]["reservations"]["devices"]
@@ -86,11 +92,15 @@ def test_vllm_arms_differ_only_in_cache_settings() -> None:
 
 def test_trtllm_host_offload_options() -> None:
     svc = only_service(load("trtllm-host.yaml"))
-    mount = next(v for v in svc["volumes"] if v.endswith(":ro") and "extra-llm-api" in v)
+    mount = defaults(next(v for v in svc["volumes"] if v.endswith(":ro") and "extra-llm-api" in v))
     local = COMPOSE / mount.split(":")[0]
+    assert local.name == "extra-llm-api-host-1.0.yaml", "the default image is release:1.0.0"
     options = yaml.safe_load(local.read_text())
     assert options["kv_cache_config"]["host_cache_size"] > 0
-    assert options["enable_iter_perf_stats"] is True and options["return_perf_metrics"] is True
+    assert options["enable_iter_perf_stats"] is True
+    assert "return_perf_metrics" not in options and "tokens_per_block" not in options["kv_cache_config"]
+    later = yaml.safe_load((COMPOSE / "trtllm" / "extra-llm-api-host-1.1.yaml").read_text())
+    assert later["return_perf_metrics"] is True and later["kv_cache_config"] == options["kv_cache_config"]
     flag = next(a for a in svc["command"] if a.startswith("--extra_llm_api_options="))
     assert flag.split("=", 1)[1] == mount.split(":")[1]
 
@@ -103,13 +113,16 @@ def test_monitoring_stack() -> None:
         assert ":" in defaults(svc["image"]) and not defaults(svc["image"]).endswith(":latest"), name
         assert svc["network_mode"] == "host" and "healthcheck" in svc
         for volume in svc["volumes"]:
-            src = volume.split(":")[0]
+            src = defaults(volume).split(":")[0]
             if src.startswith("./"):
                 assert (COMPOSE / "monitoring" / src).exists(), f"{name}: {src} is missing"
     assert "--web.listen-address=127.0.0.1:9090" in doc["services"]["prometheus"]["command"]
     assert doc["services"]["grafana"]["environment"]["GF_SERVER_HTTP_ADDR"] == "127.0.0.1"
     prom = yaml.safe_load((COMPOSE / "monitoring" / "prometheus.yml").read_text())
     paths = {job["job_name"]: job.get("metrics_path", "/metrics") for job in prom["scrape_configs"]}
+    assert paths["vllm"] == "/metrics" and "trtllm" not in paths, "TensorRT-LLM 1.0 has no Prometheus endpoint"
+    prom11 = yaml.safe_load((COMPOSE / "monitoring" / "prometheus-trtllm-1.1.yml").read_text())
+    paths = {job["job_name"]: job.get("metrics_path", "/metrics") for job in prom11["scrape_configs"]}
     assert paths["vllm"] == "/metrics" and paths["trtllm"] == "/prometheus/metrics"
     provisioning = COMPOSE / "monitoring" / "grafana" / "provisioning"
     source = yaml.safe_load((provisioning / "datasources" / "prometheus.yaml").read_text())
