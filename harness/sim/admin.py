@@ -2,7 +2,8 @@
 
 - ``POST /admin/faults``: a JSON object with some fault fields (see :mod:`harness.sim.faults`); returns them all.
 - ``POST /admin/cache-loss``: deletes the fs tier's block files; returns ``{"deleted_files": n, "disk_tier": b}``.
-- ``GET /admin/state``: block counts per tier, request queues, counters, faults, ``behind_s``.
+- ``GET /admin/state``: block counts per tier, request queues, counters, faults, noise (the run factor drawn),
+  ``behind_s``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class AdminEndpoints:
             "requests": {"running": len(core.running), "waiting": len(core.waiting), "loading": len(core.loading)},
             "stats": asdict(core.stats),
             "faults": self.s.faults.as_dict(),
+            "noise": core.noise.state() if core.noise is not None else None,
             "behind_s": self.s.runner.behind_s,
         }
         if off is not None:

@@ -16,6 +16,7 @@ import typer
 
 from harness.sim.config import ConfigError, EngineConfig, build_engine_config
 from harness.sim.faults import FaultError, Faults
+from harness.sim.noise import NoiseError, NoiseSpec, describe
 from harness.sim.profile import ProfileError, builtin_profile_names, load_profile
 
 if TYPE_CHECKING:
@@ -80,6 +81,15 @@ def serve(
     error_rate: Annotated[float, typer.Option(help="Fraction of requests answered HTTP 500.")] = 0.0,
     malformed_sse_rate: Annotated[float, typer.Option(help="Fraction of malformed SSE chunks.")] = 0.0,
     disk_read_slowdown: Annotated[float, typer.Option(help="Disk-tier reads take X times longer.")] = 1.0,
+    noise_seed: Annotated[int, typer.Option(help="Seed of the noise below (harness/sim/noise.py).")] = 0,
+    step_jitter: Annotated[float, typer.Option(help="Per-step compute-time lognormal sigma (0 = off).")] = 0.0,
+    run_drift: Annotated[float, typer.Option(help="Per-start compute-time lognormal sigma (0 = off).")] = 0.0,
+    drift_per_hour: Annotated[float, typer.Option(help="Compute slows by this fraction per modelled hour.")] = 0.0,
+    disk_read_tail_prob: Annotated[float, typer.Option(help="Share of disk reads that are slow (0 = off).")] = 0.0,
+    disk_read_tail_factor: Annotated[float, typer.Option(help="Slow disk reads take X times longer.")] = 1.0,
+    shm_bytes: Annotated[str | None, typer.Option(help="Shared memory given to the server (bytes, or 'host' for the "
+                                                  "host's free /dev/shm): a vLLM CPU tier larger than it is refused "
+                                                  "at start-up, as vLLM does.")] = None,
 ) -> None:
     """Serve the simulated engine (OpenAI-compatible API, vLLM/TensorRT-LLM-style metrics)."""
     from harness.sim.server import serve as run_server
@@ -136,6 +146,10 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
     if p["profile"] is not None and p["profile_file"] is not None:
         raise UsageError("give --profile or --profile-file, not both", "--profile")
     try:
+        noise = NoiseSpec(seed=p["noise_seed"], step_jitter=p["step_jitter"], run_drift=p["run_drift"],
+                          drift_per_hour=p["drift_per_hour"], disk_read_tail_prob=p["disk_read_tail_prob"],
+                          disk_read_tail_factor=p["disk_read_tail_factor"])
+        noise.validate()
         prof = load_profile(path=p["profile_file"]) if p["profile_file"] is not None else load_profile(
             p["profile"] or "demo")
         cfg = build_engine_config(
@@ -145,13 +159,15 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
             gpu_memory_utilization=p["gpu_memory_utilization"], enable_prefix_caching=p["enable_prefix_caching"],
             kv_offloading_size_gib=p["kv_offloading_size"], kv_transfer_config=p["kv_transfer_config"],
             host_cache_size=p["host_cache_size"], disk_tier_max_bytes=p["disk_tier_max_bytes"], seed=p["seed"],
+            noise=noise,
         )
         faults = Faults(crash_after_s=p["crash_after_s"], crash_after_requests=p["crash_after_requests"],
                         stall_after_tokens=p["stall_after_tokens"], error_rate=p["error_rate"],
                         malformed_sse_rate=p["malformed_sse_rate"], disk_read_slowdown=p["disk_read_slowdown"])
         faults.validate()
-    except (ProfileError, ConfigError, FaultError) as exc:
+    except (ProfileError, ConfigError, FaultError, NoiseError) as exc:
         raise StartupError(f"harness-sim: error: {exc}") from exc
+    check_shm(p["shm_bytes"], cfg)
     names = tuple(p["served_model_name"]) if p["served_model_name"] else (p["model"],)
     gt = p["ground_truth"]
     opts = ServeOptions(host=p["host"], port=p["port"], flavor=flavor, served_names=names,
@@ -170,6 +186,31 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
     banner = (
         f"harness-sim: SIMULATED {flavor} engine, profile {prof.name} ({prof.description}); "
         f"GPU KV cache: {cfg.num_gpu_blocks} blocks x {cfg.block_size} tokens = "
-        f"{cfg.num_gpu_blocks * cfg.block_size} tokens; offload: {tier}; time scale {p['time_scale']}"
+        f"{cfg.num_gpu_blocks * cfg.block_size} tokens; offload: {tier}; time scale {p['time_scale']}; "
+        f"{describe(noise)}"
     )
     return opts, cfg, banner
+
+
+SHM_PATH = "/dev/shm"
+
+
+def check_shm(given: str | None, cfg: EngineConfig) -> None:
+    """vLLM's start-up check (``check_shm_free_space`` in 0.32): the CPU tier is one shared mmap in /dev/shm."""
+    off = cfg.offload
+    if given is None or off is None or off.spec_name == "trtllm-host":
+        return
+    if given == "host":
+        import shutil
+
+        free = shutil.disk_usage(SHM_PATH).free if Path(SHM_PATH).is_dir() else None
+    else:
+        try:
+            free = int(given)
+        except ValueError:
+            raise UsageError("must be a byte count or 'host'", "--shm-bytes") from None
+    if free is not None and off.cpu_bytes > free:
+        mib = 1 << 20
+        raise StartupError(f"RuntimeError: Insufficient space in {SHM_PATH} for CPU KV offload shared region in "
+                           f"{SHM_PATH}: {off.cpu_bytes / mib:.0f} MiB required, {free / mib:.0f} MiB free. Increase "
+                           f"{SHM_PATH} (e.g. --shm-size or --ipc=host).")

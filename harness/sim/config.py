@@ -12,14 +12,18 @@ Offload options mirror the real engines:
 
 vLLM flavour stores write-through (every newly computed full prompt chunk is copied to the CPU tier, as vLLM's
 OffloadingConnector does); the trtllm flavour stores blocks when the GPU evicts them (``on_evict``).
+
+``noise`` (``--noise-seed``, ``--step-jitter``, ...): seeded run-to-run variance, off by default
+(:mod:`harness.sim.noise`).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.sim.noise import NoiseSpec
 from harness.sim.profile import ComputeSpec, DiskSpec, LinkSpec, Profile
 
 StoreMode = Literal["write_through", "on_evict"]
@@ -82,6 +86,7 @@ class EngineConfig:
     seed: int = 0
     gpu_memory_utilization: float = 0.9
     kv_cache_bytes: int = 0
+    noise: NoiseSpec = field(default_factory=NoiseSpec)
 
     @property
     def block_bytes(self) -> int:
@@ -179,6 +184,7 @@ def build_engine_config(
     host_cache_size: int | None = None,
     disk_tier_max_bytes: int | None = None,
     seed: int = 0,
+    noise: NoiseSpec | None = None,
 ) -> EngineConfig:
     """Apply command-line overrides to a profile and check what the real engine checks at start-up."""
     bs = block_size or profile.scheduler.block_size
@@ -237,4 +243,5 @@ def build_engine_config(
         seed=seed,
         gpu_memory_utilization=util,
         kv_cache_bytes=kv_bytes,
+        noise=noise or NoiseSpec(),
     )

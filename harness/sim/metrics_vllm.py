@@ -201,7 +201,7 @@ class _CoreCollector:
         yield total_bytes
         yield total_time
         yield self._gauge("vllm:kv_offload_cpu_cache_usage_perc", "CPU offload cache usage. 1 means 100 percent.",
-                          off.cpu.usage)
+                          off.cpu.pinned_share(off.now))  # as vLLM: chunks pinned by in-flight transfers
         if off.cfg.spec_name != TIERING_SPEC:
             return
         now = self.core.offload.now if self.core.offload is not None else 0.0
@@ -216,6 +216,17 @@ class _CoreCollector:
             fam = CounterMetricFamily(f"vllm:kv_offload_tiering_{name}", doc, labels=[*LABELS, "tier"])
             for tier in (PRIMARY, FS):
                 fam.add_metric([*self.lv, tier], values[tier], created=self.created)
+            yield fam
+        for name, doc, counts in (  # vLLM binds a tier's label set at its first drop: declared, empty until then
+            ("backpressure_stores_dropped", "Number of store operations dropped due to back-pressure on a "
+             "secondary tier.", os_.stores_dropped),
+            ("backpressure_blocks_dropped", "Number of blocks dropped due to back-pressure on a secondary tier.",
+             os_.blocks_dropped),
+        ):
+            fam = CounterMetricFamily(f"vllm:kv_offload_tiering_{name}", doc, labels=[*LABELS, "tier"])
+            for tier, count in counts.items():
+                if count:
+                    fam.add_metric([*self.lv, tier], count, created=self.created)
             yield fam
         fails = CounterMetricFamily("vllm:kv_offload_tiering_cascade_job_failures", "Failed cascade jobs.",
                                     labels=[*LABELS, "tier"])

@@ -30,6 +30,11 @@ from harness.sim.transfer import DiskQueue, Link
 
 PRIMARY = "0:primary"
 FS = "1:fs"
+# Back-pressure: a cascade submitted while the disk's write queue already holds this much modelled work is dropped
+# (counted as vLLM's kv_offload_tiering_backpressure_{stores,blocks}_dropped). Real vLLM drops only with a
+# back-pressure detector configured, otherwise it queues; the bound is generous so only a disk that cannot keep up
+# at all reaches it.
+MAX_WRITE_BACKLOG_S = 30.0
 
 
 @dataclass
@@ -49,6 +54,8 @@ class OffloadStats:
     chunk_queries: dict[str, int] = field(default_factory=lambda: {PRIMARY: 0, FS: 0})
     chunk_hits: dict[str, int] = field(default_factory=lambda: {PRIMARY: 0, FS: 0})
     cascade_failures: int = 0
+    stores_dropped: dict[str, int] = field(default_factory=lambda: {FS: 0})  # back-pressure: write queue full
+    blocks_dropped: dict[str, int] = field(default_factory=lambda: {FS: 0})
 
 
 @dataclass
@@ -257,6 +264,13 @@ class OffloadManager:
     def _cascade(self, evicted: list[int], now: float) -> None:
         fs = self.fs
         if fs is None or not evicted:
+            return
+        assert self.disk_write is not None
+        if self.disk_write.free_at - now > MAX_WRITE_BACKLOG_S:  # write queue full: the store is dropped
+            new = sum(1 for key in evicted if key not in fs.index)
+            if new:
+                self.stats.stores_dropped[FS] += 1
+                self.stats.blocks_dropped[FS] += new * self.k
             return
         written = 0
         for key in evicted:

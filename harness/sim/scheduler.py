@@ -22,9 +22,11 @@ Step time (modelled seconds), summed over the batch::
       + sum over decoding sequences with context c:
             decode_s_per_seq + decode_s_per_ctx_token * c
 
-With offload-on-eviction stores the step also waits for the D2H copies its allocations caused. At the end of a
-step each request that has computed all its tokens samples one output token (streamed at once); a request
-with ``max_tokens`` tokens finishes and releases its blocks (after its pending write-through stores end).
+With noise on (:mod:`harness.sim.noise`, off by default) ``T`` is multiplied by the run's drift and the
+step's jitter factor. With offload-on-eviction stores the step also waits for the D2H copies its allocations
+caused. At the end of a step each request that has computed all its tokens samples one output token (streamed
+at once); a request with ``max_tokens`` tokens finishes and releases its blocks (after its pending write-through
+stores end).
 
 Attribution, fixed at a request's first admission: ``gpu_hit + cpu_hit + disk_hit + recomputed == prompt``
 (tokens). Counters follow vLLM: ``prefix_cache_queries/hits`` (GPU) and ``external_prefix_cache_queries/hits``
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field
 from harness.sim.blocks import root_hash
 from harness.sim.cache.gpu import GpuBlockPool
 from harness.sim.config import EngineConfig
+from harness.sim.noise import Noise
 from harness.sim.offload import DEFER, ExternalHit, OffloadManager
 from harness.sim.request import ReqState, SimRequest
 
@@ -102,9 +105,12 @@ class EngineCore:
         self.cfg = cfg
         self.bs = cfg.block_size
         self.root = namespace_of(cfg.model_name, cfg.block_size)
+        self.noise: Noise | None = Noise(cfg.noise) if cfg.noise.on else None
         self.offload: OffloadManager | None = None
         if cfg.offload is not None:
             self.offload = OffloadManager(cfg, cfg.offload, self.root)
+            if self.noise is not None and self.offload.disk_read is not None and cfg.noise.disk_tail_on:
+                self.offload.disk_read.extra = self.noise.disk_read_factor
         on_evict = None
         if self.offload is not None and not self.offload.write_through:
             on_evict = self.offload.store_evicted
@@ -337,6 +343,8 @@ class EngineCore:
         if not items:
             return None
         duration = self._step_time(items)
+        if self.noise is not None and self.noise.spec.compute_on:
+            duration *= self.noise.compute_factor(now)
         if self.offload is not None and self.offload.evict_store_end > now + duration:
             duration = self.offload.evict_store_end - now
         for req, _n in items:

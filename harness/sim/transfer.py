@@ -7,13 +7,15 @@ one ends. Job time = ``latency_s + bytes / bytes_per_s``. Host-to-device (loads,
 
 A :class:`DiskQueue` is the fs tier's device: one FIFO queue whose job time for ``n`` files of ``bytes`` in
 total is ``(bytes / bytes_per_s + ceil(n / threads) * latency_s) * slowdown`` -- bandwidth is shared by all
-threads, per-file latency overlaps across ``threads`` (``n_read_threads`` / ``n_write_threads``).
+threads, per-file latency overlaps across ``threads`` (``n_read_threads`` / ``n_write_threads``). ``extra``, when set,
+gives each submitted job one more factor (the seeded disk-read tail of :mod:`harness.sim.noise`).
 All times are modelled seconds.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 
 class _FifoDevice:
@@ -70,6 +72,7 @@ class DiskQueue(_FifoDevice):
         self.latency_s = latency_s
         self.threads = threads
         self.slowdown = 1.0
+        self.extra: Callable[[], float] | None = None
 
     def job_time(self, n_files: int, nbytes: int) -> float:
         waves = -(-n_files // self.threads)
@@ -77,4 +80,7 @@ class DiskQueue(_FifoDevice):
 
     def submit(self, now: float, n_files: int, nbytes: int) -> tuple[float, float]:
         """Queue a job; returns its (start, end)."""
-        return self._enqueue(max(now, self.free_at), self.job_time(n_files, nbytes), nbytes)
+        duration = self.job_time(n_files, nbytes)
+        if self.extra is not None:
+            duration *= self.extra()
+        return self._enqueue(max(now, self.free_at), duration, nbytes)

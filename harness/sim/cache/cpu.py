@@ -36,6 +36,15 @@ class CpuTier:
     def usage(self) -> float:
         return len(self._ready_at) / self.capacity if self.capacity else 0.0
 
+    def pinned_share(self, now: float) -> float:
+        """Share of capacity held by in-flight transfers (being loaded to the GPU, or still being written): what
+        vLLM's ``kv_offload_cpu_cache_usage_perc`` reports; a full, idle tier reads 0."""
+        if not self.capacity:
+            return 0.0
+        ready_at, pins = self._ready_at, self._pins
+        busy = sum(1 for k in pins if k in ready_at) + sum(1 for k, t in ready_at.items() if t > now and k not in pins)
+        return busy / self.capacity
+
     def is_ready(self, key: int, now: float) -> bool:
         t = self._ready_at.get(key)
         return t is not None and t <= now
