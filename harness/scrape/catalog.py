@@ -39,10 +39,21 @@ CANONICAL: dict[str, tuple[Kind, str]] = {
     "disk.read_bytes": ("counter", "bytes read from the disk tier"),
     "disk.write_bytes": ("counter", "bytes written to the disk tier"),
     "preemptions": ("counter", "requests preempted"),
-    "cpu_tier_usage": ("gauge", "CPU tier usage (fraction)"),
+    "cpu_tier_pinned": ("gauge", "share of CPU-tier chunks pinned by in-flight transfers (not how full it is)"),
+    "cpu_tier_usage": ("gauge", "how full the CPU (host) tier is (fraction)"),
     "kv_usage": ("gauge", "GPU KV-cache usage (fraction)"),
     "running": ("gauge", "requests running"),
     "waiting": ("gauge", "requests waiting"),
+    "tier.stores_dropped": ("counter", "stores a secondary tier dropped under back-pressure (per tier)"),
+    "tier.blocks_dropped": ("counter", "blocks a secondary tier dropped under back-pressure (per tier)"),
+    "tier.promotion_failures": ("counter", "promotion jobs (tier -> CPU) that failed (per tier)"),
+    "tier.cascade_failures": ("counter", "cascade jobs (CPU -> tier) that failed (per tier)"),
+    "tier.promotion_allocation_failures": ("counter", "promotions that could not allocate CPU-tier space"),
+    "tier.chunk_queries": ("counter", "offloaded chunks looked up (per tier)"),
+    "tier.chunk_hits": ("counter", "offloaded chunks found (per tier)"),
+    "offload.allocation_failures": ("counter", "offload store allocations that failed"),
+    "offload.lookup_sync_delay_seconds": ("histogram", "time spent in one offload lookup call"),
+    "offload.lookup_async_delay_seconds": ("histogram", "time from a deferred offload lookup to its resolution"),
     "ttft_seconds": ("histogram", "server-side time to first token"),
     "itl_seconds": ("histogram", "server-side inter-token latency"),
     "e2e_seconds": ("histogram", "server-side end-to-end request latency"),
@@ -101,6 +112,7 @@ class Source(Term):
     divide_by: str | None = None
     aggregate: Aggregate = "sum"
     minus: list[Term] = Field(default_factory=list, description="series subtracted (counters only)")
+    split_by: str | None = Field(default=None, description="a label whose values each get a figure (e.g. tier)")
     note: str | None = None
 
     def display(self) -> str:

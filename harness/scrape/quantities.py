@@ -150,9 +150,14 @@ def _histogram(src: Source, window: Window) -> tuple[bool, HistogramDelta | None
 def evaluate(catalog: Catalog, quantity: str, windows: Mapping[str, Window], start_ns: int,
              end_ns: int) -> QuantityValue:
     """One quantity from the step's windows (one per metrics format)."""
-    kind = catalog.kind(quantity)
-    looked_for = catalog.looked_for(quantity)
-    for src in catalog.sources(quantity):
+    return evaluate_sources(quantity, catalog.kind(quantity), catalog.sources(quantity), catalog.looked_for(quantity),
+                            windows, start_ns, end_ns)
+
+
+def evaluate_sources(quantity: str, kind: Kind, sources: Iterable[Source], looked_for: str,
+                     windows: Mapping[str, Window], start_ns: int, end_ns: int) -> QuantityValue:
+    """One quantity from explicit sources (the first present wins), e.g. one label value of a per-tier series."""
+    for src in sources:
         window = windows.get(src.format)
         if window is None or not window.observations:
             continue

@@ -13,6 +13,8 @@ from harness.scrape.catalog import Catalog
 from harness.scrape.deltas import HistogramDelta
 from harness.scrape.quantities import QuantityValue, scrapes_in_step, step_quantities
 from harness.scrape.series import ScrapeSeries, load_scrapes, series_from_bodies
+from harness.scrape.tier_health import step_tier_health
+from harness.scrape.tier_model import TierHealth
 from harness.summary import HitTokens, Percentiles, ServerStep
 
 __all__ = ["ScrapeSeries", "describe_missing", "load_scrapes", "series_from_bodies", "server_percentiles",
@@ -23,8 +25,10 @@ HIT_QUANTITIES = {"hit_tokens.gpu": "gpu", "hit_tokens.cpu": "cpu", "hit_tokens.
 SERVER_COUNTERS = {"preemptions": "preemptions", "offload.store_bytes": "offload_store_bytes",
                    "offload.load_bytes": "offload_load_bytes", "disk.read_bytes": "disk_read_bytes",
                    "disk.write_bytes": "disk_write_bytes"}
-SERVER_GAUGES = {"kv_usage": "kv_usage_max", "cpu_tier_usage": "cpu_tier_usage_max", "running": "running_max",
-                 "waiting": "waiting_max"}
+SERVER_GAUGES = {"kv_usage": "kv_usage_max", "cpu_tier_pinned": "cpu_tier_pinned_max",
+                 "cpu_tier_usage": "cpu_tier_fill_max", "running": "running_max", "waiting": "waiting_max"}
+# Figures an engine may lack by design without it being news: not listed as missing where its catalog has no source.
+_QUIET_WHEN_NOT_EXPOSED = {"cpu_tier_usage", "cpu_tier_pinned"}
 SERVER_HISTOGRAMS = {"ttft_seconds": "ttft_ms", "itl_seconds": "itl_ms"}
 # Tier hits that only mean something with an offload tier (not listed as missing on a GPU-only arm).
 _TIER_HITS = {"hit_tokens.cpu", "hit_tokens.disk"}
@@ -45,18 +49,20 @@ def server_percentiles(hist: HistogramDelta | None, *, to_ms: float = 1000.0) ->
 def _listed(value: QuantityValue, catalog: Catalog, offload: bool) -> bool:
     if value.value is not None:
         return False
+    if value.quantity in _QUIET_WHEN_NOT_EXPOSED and not catalog.sources(value.quantity):
+        return False
     if offload:
         return True
     return value.quantity not in catalog.offload_only and value.quantity not in _TIER_HITS
 
 
 def step_server_stats(series: ScrapeSeries, catalog: Catalog, start_mono_ns: int, end_mono_ns: int, *,
-                      offload: bool = True) -> tuple[ServerStep, HitTokens]:
+                      offload: bool = True, tiered: bool = True) -> tuple[ServerStep, HitTokens]:
     """Server figures for the step ``[start_mono_ns, end_mono_ns]`` (``time.perf_counter_ns`` clock).
 
     Counters are the reset-robust increase from the last scrape at/before the start to the first at/after the end.
     With ``offload=False`` (a GPU-only arm) offload-only quantities that are absent are not listed as missing; they
-    are still ``None``.
+    are still ``None``. ``tiered=False`` (no secondary tier) does not list the tiering series as missing.
     """
     if end_mono_ns < start_mono_ns:
         problem = f"step span invalid: it ends ({end_mono_ns}) before it starts ({start_mono_ns})"
@@ -84,7 +90,9 @@ def step_server_stats(series: ScrapeSeries, catalog: Catalog, start_mono_ns: int
         value = values[quantity]
         if _listed(value, catalog, offload) and value.missing_text:
             missing.append(value.missing_text)
-    step = ServerStep.model_validate({**server, "scrapes": scrapes, "scrape_errors": failed, "missing": missing})
+    health = step_tier_health(series, catalog, start_mono_ns, end_mono_ns, values, tiered=offload and tiered)
+    step = ServerStep.model_validate({**server, "scrapes": scrapes, "scrape_errors": failed, "missing": missing,
+                                      "tier_health": health if offload else TierHealth()})
     return step, hits
 
 

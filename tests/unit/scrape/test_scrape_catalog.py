@@ -66,8 +66,16 @@ def test_older_vllm_falls_back_to_renamed_series() -> None:
     assert "no per-tier hit counter" in cat.looked_for("hit_tokens.disk")
 
 
-def test_trtllm_lists_prefixed_and_unprefixed_names() -> None:
+def test_trtllm_1_0_says_offload_bytes_and_tier_split_are_not_exposed() -> None:
     cat = load_catalog("trtllm", "1.0.0")
+    for quantity in ("offload.store_bytes", "offload.load_bytes", "hit_tokens.cpu", "hit_tokens.gpu"):
+        assert cat.sources(quantity) == []
+        assert quantity in cat.not_exposed
+    assert {s.format for q in cat.quantities.values() for s in q} == {"trtllm-json"}, "no /prometheus/metrics on 1.0"
+
+
+def test_trtllm_lists_prefixed_and_unprefixed_names() -> None:
+    cat = load_catalog("trtllm", "1.1.0")
     assert [s.series for s in cat.sources("kv_usage")][:2] == ["trtllm_kv_cache_utilization", "kv_cache_utilization"]
     json_src = cat.sources("recomputed_tokens")[0]
     assert json_src.format == "trtllm-json" and json_src.multiply_by == "kvCacheStats.tokensPerBlock"
