@@ -15,7 +15,7 @@ BENCH_IMAGE ?=
 BENCH_MODEL ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-e2e demo benchmark perf lint typecheck clean-venv cleanup
+.PHONY: help install test test-e2e demo benchmark perf decision-bench lint typecheck clean-venv cleanup
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -49,6 +49,10 @@ benchmark: $(STAMP) ## GPU boxes: run the real vLLM CPU-tier pilot (BENCH_SCENAR
 
 perf: $(STAMP) ## print performance figures (load path, analysis, simulator, report)
 	$(PY) -m harness.perf
+
+DECISION_RUNS ?= 10
+decision-bench: $(STAMP) ## error rates of the verdict over many simulated known-answer rollouts (~1 h; DECISION_RUNS)
+	$(PY) -m harness.decision_bench --out $(RESULTS)/decision-bench --runs $(DECISION_RUNS)
 
 lint: $(STAMP) ## ruff and mypy --strict
 	$(VENV)/bin/ruff check harness tests

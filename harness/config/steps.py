@@ -15,6 +15,9 @@ class StepLevel(StrictModel):
     duration_s: float | None = Field(default=None, gt=0, le=86_400)
     requests: int | None = Field(default=None, ge=1, le=100_000_000)
     think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    expected_rps: float | None = Field(default=None, gt=0, le=1_000_000, description="completed requests per "
+                                       "second you expect at this level (per arm), for `harness plan`'s power "
+                                       "estimate only; never changes the load")
 
     @model_validator(mode="after")
     def _one_driver(self) -> StepLevel:
@@ -43,10 +46,26 @@ class Warmup(StrictModel):
     concurrency: int = Field(default=1, ge=1, le=10_000)
 
 
+class SequentialSpec(StrictModel):
+    """Sequential steps: a step may end at a look once every decision at the step is settled, at error rates fixed in
+    advance (each test's error is divided by ``looks``: a Bonferroni group-sequential design). The baseline's step
+    ends once the percentiles the comparisons use are resolved; its A/A re-run always runs its full duration."""
+
+    enabled: bool = False
+    looks: int = Field(default=4, ge=2, le=20, description="analyses per step, the last at the planned duration")
+    min_fraction: float = Field(default=0.25, gt=0, lt=1, description="the first look, as a share of the duration")
+
+    def fractions(self) -> list[float]:
+        """The looks as shares of the planned duration (the last is 1.0)."""
+        step = (1.0 - self.min_fraction) / (self.looks - 1)
+        return [round(self.min_fraction + i * step, 6) for i in range(self.looks)]
+
+
 class StepsSpec(StrictModel):
     """Load levels (rising), warm-up and timing limits."""
 
     warmup: Warmup = Field(default_factory=Warmup)
+    sequential: SequentialSpec = Field(default_factory=SequentialSpec)
     levels: list[StepLevel] = Field(min_length=1)
     scrape_interval_s: float = Field(default=2.0, ge=0.1, le=600)
     request_timeout_s: float = Field(default=300.0, gt=0, le=7200)

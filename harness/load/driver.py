@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -64,6 +65,7 @@ class StepDriver:
         self.cpu_s = 0.0
         self.stopping = False
         self.halted_ns: int | None = None
+        self.ended_early = False
         self.interrupted = False
         self.error: str | None = None
         self.finished = gevent.event.Event()
@@ -98,12 +100,25 @@ class StepDriver:
 
     def _watch(self) -> None:
         assert self.drain_deadline_ns is not None
+        poll = 0.2 if self.spec.stop_path else 1.0
         while not self.finished.is_set():
+            if self.spec.stop_path and not self.ended_early and os.path.exists(self.spec.stop_path):
+                self.end_sending()
             left = (self.drain_deadline_ns - time.perf_counter_ns()) / 1e9
             if left <= 0:
                 self.halt(f"still running drain_timeout_s={self.spec.drain_timeout_s:g} after the step ended")
                 return
-            self.finished.wait(min(left, 1.0))
+            self.finished.wait(min(left, poll))
+
+    def end_sending(self) -> None:
+        """End the step's sending now, as if its duration had just run out (in-flight requests finish and drain
+        as usual): a sequential step whose decision is settled."""
+        now = time.perf_counter_ns()
+        if self.deadline_ns is None or now >= self.deadline_ns:
+            return
+        self.ended_early = True
+        self.deadline_ns = now
+        self.drain_deadline_ns = now + int(self.spec.drain_timeout_s * 1e9)
 
     def halt(self, reason: str, *, error: str | None = None, interrupted: bool = False) -> None:
         """Stop sending and cancel every in-flight request (their records say ``cancelled: reason``)."""

@@ -209,4 +209,4 @@ def run_local(spec: StepSpec) -> RunnerOutcome:
         cpu_s=driver.cpu_s, wall_s=wall_s, processes=1,
         max_process_cpu_percent=round(100 * driver.cpu_s / wall_s, 1) if wall_s > 0 else None,
         send_lag_ms_p50=p50, send_lag_ms_p99=p99, send_lag_ms_max=lag_max, warnings=plan.warnings,
-        parts=[str(p) for p in writer.parts])
+        parts=[str(p) for p in writer.parts], ended_early=driver.ended_early)

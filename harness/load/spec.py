@@ -52,6 +52,7 @@ class StepSpec(_Model):
     flush_every: int = Field(default=512, ge=1)
     flush_interval_s: float = Field(default=2.0, gt=0)
     outcome_path: str | None = None
+    stop_path: str | None = None  # a sequential step ends its sending early once this file exists
     saturation_cpu_percent: float = Field(default=90.0, gt=0)
     saturation_lag_ms: float = Field(default=20.0, gt=0)
 
@@ -79,3 +80,4 @@ class RunnerOutcome(_Model):
     send_lag_ms_max: float | None = None
     warnings: list[str] = Field(default_factory=list)
     parts: list[str] = Field(default_factory=list)
+    ended_early: bool = False  # sending ended at a sequential look (the step's decision was settled)

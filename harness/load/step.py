@@ -16,6 +16,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,10 @@ class StepRun:
     flush_interval_s: float = 2.0
     saturation_cpu_percent: float = 90.0
     saturation_lag_ms: float = 20.0
+    # Sequential steps: at each look (seconds after the step started) ``on_look`` is asked whether the step's
+    # decision is settled; a reason ends the step's sending early (in-flight requests drain as usual).
+    looks_s: list[float] = field(default_factory=list)
+    on_look: Callable[[float], str | None] | None = None
 
 
 @dataclass
@@ -89,6 +94,8 @@ class StepOutcome:
     parts: list[Path] = field(default_factory=list)
     cpu_s: float = 0.0  # load-generator CPU seconds over the step (all its processes)
     processes: int = 1
+    ended_early: bool = False
+    stop_reason: str | None = None
 
 
 def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
@@ -103,6 +110,7 @@ def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
         processes=req.processes, remote_workers=req.remote_workers, master_bind_host=req.master_bind_host,
         master_port=req.master_port, worker_wait_s=req.worker_wait_s, flush_every=req.flush_every,
         flush_interval_s=req.flush_interval_s, outcome_path=str(outcome_path),
+        stop_path=str(outcome_path.with_name("stop")) if req.on_look is not None and req.looks_s else None,
         saturation_cpu_percent=req.saturation_cpu_percent, saturation_lag_ms=req.saturation_lag_ms)
 
 
@@ -120,17 +128,38 @@ class _Watch:
     cancelled: bool = False  # cancel was set (or Ctrl-C reached this thread)
     keyboard: bool = False  # Ctrl-C reached this thread: re-raised once the step is stopped and flushed
     clean: bool = False  # the runner ended the step by itself and can run another
+    stop_reason: str | None = None  # a sequential look settled the step
+
+
+def _look(req: StepRun | None, looks: list[float], elapsed: float, outcome_path: Path, watch: _Watch) -> None:
+    """Ask the step's look callback once each look time has passed; a reason writes the stop file."""
+    if req is None or req.on_look is None or watch.stop_reason is not None:
+        return
+    while looks and elapsed >= looks[0]:
+        looks.pop(0)
+        try:
+            reason = req.on_look(elapsed)
+        except Exception as exc:  # a look must never break the step: it just does not stop it
+            log.warning("%s step %s: sequential look failed: %s", req.arm, req.step_label, exc)
+            reason = None
+        if reason:
+            watch.stop_reason = reason
+            outcome_path.with_name("stop").write_text(reason, encoding="utf-8")
+            looks.clear()
 
 
 def _supervise(runner: Runner, outcome_path: Path, cancel: threading.Event | None,
-               limit_s: float | None) -> _Watch:
+               limit_s: float | None, req: StepRun | None = None) -> _Watch:
     """Wait for the step's outcome; on cancel, Ctrl-C or time limit: SIGINT, then SIGTERM, then SIGKILL."""
     started = time.monotonic()
     stop_sent: float | None = None
     watch = _Watch()
+    looks = sorted(req.looks_s) if req is not None else []
     while runner.alive() and not outcome_path.exists():
         try:
             now = time.monotonic()
+            if stop_sent is None:
+                _look(req, looks, now - started, outcome_path, watch)
             if stop_sent is None and ((cancel is not None and cancel.is_set()) or
                                       (limit_s is not None and now - started > limit_s)):
                 watch.cancelled = cancel is not None and cancel.is_set()
@@ -172,7 +201,7 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
         start_ns, start_wall = time.perf_counter_ns(), time.time_ns()
         with contextlib.suppress(OSError):  # a dead runner is noticed below
             runner.send(f"RUN {spec_path}")
-        watch = _supervise(runner, outcome_path, cancel, _time_limit(req, plan.duration_s))
+        watch = _supervise(runner, outcome_path, cancel, _time_limit(req, plan.duration_s), req)
         result = _read_outcome(outcome_path)
     tail = "\n".join(runner.log_text(log_start).splitlines()[-LOG_TAIL_LINES:])
     if watch.clean and result is not None:
@@ -203,7 +232,8 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
                        end_wall_ns=result.end_wall_ns, requests=result.requests, errors=result.errors,
                        client=health, interrupted=result.interrupted or cancelled, error=result.error,
                        errors_by_kind=result.errors_by_kind, warnings=warnings, parts=new_parts,
-                       cpu_s=result.cpu_s, processes=result.processes)
+                       cpu_s=result.cpu_s, processes=result.processes, ended_early=result.ended_early,
+                       stop_reason=watch.stop_reason if result.ended_early else None)
 
 
 def _read_outcome(path: Path) -> RunnerOutcome | None:

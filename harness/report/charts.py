@@ -14,6 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.typing import LineStyleType
 
+from harness.report import charts_ci
 from harness.report.svg import HIT_COLOURS, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.summary import ArmSummary, StepSummary, Summary
 
@@ -68,18 +69,27 @@ def _maybe_log(ax: Axes, values: Sequence[float]) -> None:
         ax.set_yscale("log")
 
 
+def _dodge(summary: Summary) -> float:
+    """How far apart arms are drawn on the load axis so their error bars do not overlap."""
+    xs = [load_value(s) for arm in summary.arms for s in arm.steps]
+    span = (max(xs) - min(xs)) if xs else 0.0
+    return 0.012 * span if span > 0 else 0.04
+
+
 def _latency_panel(ax: Axes, summary: Summary, metric: str) -> int:
     drawn = 0
     all_values: list[float] = []
+    dodge = _dodge(summary)
     for i, arm in enumerate(summary.arms):
+        offset = (i - (len(summary.arms) - 1) / 2) * dodge
+        xs = [load_value(s) + offset for s in arm.steps]
         for pct, style, width in _PCT_STYLES:
-            vals = [getattr(getattr(s, f"{metric}_ms"), pct) for s in arm.steps]
-            xs, ys = _points(arm, vals)
-            if xs:
-                ax.plot(xs, ys, linestyle=style, linewidth=width, color=arm_colour(i),
-                        marker="o" if pct == "p99" else None, markersize=3.5)
-                drawn += len(xs)
-                all_values.extend(ys)
+            figures = [getattr(s, f"{metric}_ms") for s in arm.steps]
+            pts = charts_ci.split(xs, [getattr(f, pct) for f in figures], [f.ci(pct) for f in figures])
+            charts_ci.draw(ax, pts, arm_colour(i), linestyle=style, linewidth=width,
+                           marker="o" if pct == "p99" else None, capsize=2.5 if pct == "p99" else 0.0)
+            drawn += pts.drawn
+            all_values.extend(pts.values())
     budget = summary.slo.get(f"{metric}_p99_ms")
     if budget is not None:
         ax.axhline(budget, color=SLO_COLOUR, linestyle=(0, (6, 3)), linewidth=1.2)
@@ -87,6 +97,7 @@ def _latency_panel(ax: Axes, summary: Summary, metric: str) -> int:
                     ha="right", va="bottom", fontsize=8, color=SLO_COLOUR)
         all_values.append(budget)
     _maybe_log(ax, all_values)
+    charts_ci.plain_ticks(ax)
     ax.set_title(f"{metric.upper()} (ms)")
     ax.set_xlabel(load_label(summary.arms))
     return drawn
@@ -101,17 +112,22 @@ def latency_chart(summary: Summary) -> Chart:
     """p50/p95/p99 TTFT and ITL against load, one colour per arm, with the SLO p99 budgets."""
     name = "latency"
     title = "TTFT and ITL percentiles against load"
-    caption = ("Client-measured percentiles per arm and step: dotted p50, dashed p95, solid p99 with points. "
-               "Red dashed lines are the SLO p99 budgets. A missing point means no samples at that step.")
+    caption = ("Client-measured percentiles per arm and step: dotted p50, dashed p95, solid p99 with points; "
+               "error bars are each percentile's confidence interval. An open triangle is a percentile the step's "
+               "sample cannot bound from above: it is at least that high (too few requests to resolve it). Red "
+               "dashed lines are the SLO p99 budgets. A missing point means no samples at that step.")
     with chart_style(name):
-        fig = new_figure(9.0, 3.6, wspace=0.18)
+        fig = new_figure(9.0, 4.1, wspace=0.18, bottom=1.05)
         ax_ttft, ax_itl = fig.subplots(1, 2)
         drawn = _latency_panel(ax_ttft, summary, "ttft") + _latency_panel(ax_itl, summary, "itl")
         if not drawn:
             return Chart(name, title, caption, None, "No step has latency samples.")
         pct_handles = [Line2D([], [], color="#444444", linestyle=style, linewidth=width, label=pct)
                        for pct, style, width in _PCT_STYLES]
-        _arm_legend(ax_ttft, summary.arms, pct_handles)
+        arm_handles = [Line2D([], [], color=arm_colour(i), linewidth=2, label=short(a.name, 24))
+                       for i, a in enumerate(summary.arms)]
+        fig.legend(handles=[*arm_handles, *pct_handles, *charts_ci.legend_handles(summary.statistics.confidence)],
+                   loc="lower center", bbox_to_anchor=(0.5, 0.0), ncol=min(8, len(arm_handles) + 5), fontsize=8)
         return Chart(name, title, caption, to_svg(fig, name))
 
 
@@ -134,6 +150,7 @@ def throughput_chart(summary: Summary) -> Chart:
         ax.set_xlabel(load_label(summary.arms))
         ax.set_ylabel("output tokens/s")
         ax.set_ylim(bottom=0)
+        charts_ci.plain_ticks(ax)
         _arm_legend(ax, summary.arms)
         return Chart(name, title, caption, to_svg(fig, name))
 

@@ -9,9 +9,10 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from harness.report import charts_ci
 from harness.report.charts import Chart, load_label
 from harness.report.svg import BREACH_COLOUR, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
-from harness.summary import ArmSummary, Summary
+from harness.summary import ArmSummary, QuantileCI, Summary
 
 HIT_CLASS_COLOURS = {"mostly-cached": "#009E73", "partial": "#0072B2", "recomputed": "#D55E00"}
 _OTHER_CLASS_COLOUR = "#999999"
@@ -24,16 +25,24 @@ def _breaches_metric(label: str, metric: str) -> bool:
     return metric in low or not names_one
 
 
+UNRESOLVED_COLOUR = "#8A5A00"
+
+
 def _window_panel(ax: Axes, arm: ArmSummary, colour: str, metric: str, budget: float | None) -> bool:
     field = f"{metric}_p99_ms"
     pts = [(w.start_s, w.end_s, getattr(w, field), w.breached) for w in arm.windows]
-    for start, end, _, breached in pts:
-        if any(_breaches_metric(b, metric) for b in breached):
-            ax.axvspan(start, end, color=BREACH_COLOUR, alpha=0.18, linewidth=0)
-    xs = [(s + e) / 2 for s, e, v, _ in pts if v is not None]
-    ys = [v for _, _, v, _ in pts if v is not None]
+    for w in arm.windows:
+        if any(_breaches_metric(b, metric) for b in w.breached):
+            ax.axvspan(w.start_s, w.end_s, color=BREACH_COLOUR, alpha=0.18, linewidth=0)
+        elif any(_breaches_metric(u, metric) for u in w.unresolved):
+            ax.axvspan(w.start_s, w.end_s, facecolor="none", edgecolor=UNRESOLVED_COLOUR, alpha=0.5,
+                       hatch="///", linewidth=0)
+    mids = [(w.start_s + w.end_s) / 2 for w in arm.windows]
+    cis: list[QuantileCI | None] = [getattr(w, f"{metric}_p99_ci") for w in arm.windows]
+    split = charts_ci.split(mids, [getattr(w, field) for w in arm.windows], cis)
+    charts_ci.draw(ax, split, colour, linewidth=1.3, markersize=2.5, capsize=0.0)
+    xs = split.line_x + split.least_x + split.most_x
     if xs:
-        ax.plot(xs, ys, color=colour, marker="o", markersize=2.5, linewidth=1.3)
         bx = [(s + e) / 2 for s, e, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
         by = [v for _, _, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
         if bx:
@@ -47,6 +56,7 @@ def _window_panel(ax: Axes, arm: ArmSummary, colour: str, metric: str, budget: f
             ax.axvline(w.start_s, color="#888888", linewidth=0.7, linestyle=":")
         previous = w.step
     ax.set_ylim(bottom=0)
+    charts_ci.plain_ticks(ax)
     return bool(xs)
 
 
@@ -55,13 +65,15 @@ def windows_chart(summary: Summary) -> Chart:
     name = "windows"
     title = "Windowed p99 over time"
     caption = ("p99 TTFT (left) and ITL (right) in each rule window, per arm, against seconds since the arm's first "
-               "step. Shaded windows with crosses breached a rule; dotted verticals are step boundaries; red dashed "
-               "lines are the SLO p99 budgets.")
+               "step, with each window's confidence interval. Shaded windows with crosses breached a rule (the "
+               "interval is above the budget); hatched windows could not be judged (unresolved: too few requests, "
+               "or the interval straddles the budget), never a pass. An open triangle is a p99 the window can only "
+               "bound from below. Dotted verticals are step boundaries; red dashed lines are the SLO p99 budgets.")
     arms = [a for a in summary.arms if a.windows]
     if not arms:
         return Chart(name, title, caption, None, "No windows were recorded.")
     with chart_style(name):
-        fig = new_figure(9.0, 0.5 + 1.75 * len(arms), top=0.3, hspace=0.55, wspace=0.18)
+        fig = new_figure(9.0, 0.8 + 1.75 * len(arms), top=0.6, hspace=0.55, wspace=0.18)
         axes = fig.subplots(len(arms), 2, sharex="row", squeeze=False)
         drawn = False
         for row, arm in enumerate(arms):
@@ -75,8 +87,10 @@ def windows_chart(summary: Summary) -> Chart:
         if not drawn:
             return Chart(name, title, caption, None, "Windows were recorded but none had enough requests for a p99.")
         handles = [Patch(color=BREACH_COLOUR, alpha=0.3, label="breached window"),
-                   Line2D([], [], color=SLO_COLOUR, linestyle="--", label="SLO p99 budget")]
-        axes[0][1].legend(handles=handles, loc="upper left", fontsize=7.5)
+                   Patch(facecolor="none", edgecolor=UNRESOLVED_COLOUR, hatch="///", label="unresolved window"),
+                   Line2D([], [], color=SLO_COLOUR, linestyle="--", label="SLO p99 budget"),
+                   *charts_ci.legend_handles(summary.statistics.confidence)[1:]]
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=7.5)
         return Chart(name, title, caption, to_svg(fig, name))
 
 
@@ -85,7 +99,8 @@ def hit_class_chart(summary: Summary) -> Chart:
     name = "hit-class"
     title = "TTFT by hit class"
     caption = ("TTFT of requests grouped by how much of their prompt was cached (from per-request cached tokens): "
-               "bars are p50, whiskers reach p99, per arm and step.")
+               "bars are p50, whiskers reach p99, per arm and step. An open triangle ends a whisker whose p99 the "
+               "class's few requests cannot resolve: it reaches the p99's lower bound, the p99 is at least that.")
     arms = [a for a in summary.arms if any(s.ttft_by_hit_class for s in a.steps)]
     if not arms:
         return Chart(name, title, caption, None, "No per-request cached-token counts were reported.")
@@ -104,19 +119,29 @@ def hit_class_chart(summary: Summary) -> Chart:
                 xs: list[float] = []
                 p50s: list[float] = []
                 p99s: list[float] = []
+                open_top: list[bool] = []
                 for si, step in enumerate(arm.steps):
                     found = next((h for h in step.ttft_by_hit_class if h.hit_class == cls), None)
                     if found is None or found.ttft_ms.p50 is None:
                         continue
                     xs.append(si + (ci - (len(classes) - 1) / 2) * width)
                     p50s.append(found.ttft_ms.p50)
-                    p99s.append(found.ttft_ms.p99 if found.ttft_ms.p99 is not None else found.ttft_ms.p50)
+                    top, unresolved = _p99_top(found.ttft_ms.p99, found.ttft_ms.p99_ci, found.ttft_ms.p50)
+                    p99s.append(top)
+                    open_top.append(unresolved)
                 if not xs:
                     continue
                 ax.bar(xs, p50s, width=width * 0.92, color=HIT_CLASS_COLOURS.get(cls, _OTHER_CLASS_COLOUR))
                 ax.vlines(xs, p50s, p99s, color="#333333", linewidth=1.0)
-                ax.plot(xs, p99s, linestyle="none", marker="_", color="#333333", markersize=6)
+                closed = [(x, y) for x, y, o in zip(xs, p99s, open_top, strict=True) if not o]
+                opened = [(x, y) for x, y, o in zip(xs, p99s, open_top, strict=True) if o]
+                if closed:
+                    ax.plot(*zip(*closed, strict=True), linestyle="none", marker="_", color="#333333", markersize=6)
+                if opened:
+                    ax.plot(*zip(*opened, strict=True), linestyle="none", marker="^", markerfacecolor="white",
+                            markeredgecolor="#333333", markersize=5)
             ax.set_xticks(range(len(arm.steps)), [short(s.label, 10) for s in arm.steps])
+            charts_ci.plain_ticks(ax)
             ax.set_title(short(arm.name, 28), fontsize=9, loc="left")
             ax.set_xlabel(load_label(summary.arms))
             ax.grid(axis="x", visible=False)
@@ -126,17 +151,26 @@ def hit_class_chart(summary: Summary) -> Chart:
         return Chart(name, title, caption, to_svg(fig, name))
 
 
+def _p99_top(p99: float | None, ci: QuantileCI | None, p50: float) -> tuple[float, bool]:
+    """Where a p99 whisker ends and whether it is open (unresolved: the lower bound, not the value)."""
+    if ci is not None and not ci.resolved:
+        return (ci.lo if ci.lo is not None else p50), True
+    return (p99 if p99 is not None else p50), False
+
+
 @dataclass(frozen=True)
 class TrendSeries:
     """p99 TTFT of one arm across runs of one scenario (None where the run lacks the arm or the figure)."""
 
     arm: str
     values: list[float | None]
+    cis: list[QuantileCI | None] | None = None  # the values' intervals (None: not recorded)
 
 
 def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequence[TrendSeries]) -> Chart:
     """p99 TTFT per arm across runs (oldest left), for the results index."""
-    caption = ("p99 TTFT at each arm's highest load step, per run of this scenario (oldest left). "
+    caption = ("p99 TTFT at each arm's highest load step, per run of this scenario (oldest left), with its "
+               "confidence interval; an open triangle is a p99 the step could only bound from below (at least). "
                "A gap means the run lacks that arm or the figure.")
     if not run_labels or not any(v is not None for s in series for v in s.values):
         return Chart(name, title, caption, None, "No run has a p99 TTFT to plot.")
@@ -144,13 +178,15 @@ def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequen
         fig = new_figure(max(6.0, min(14.0, 0.35 * len(run_labels) + 3.0)), 3.4, bottom=1.0, top=0.2)
         ax = fig.add_subplot()
         for i, s in enumerate(series):
-            xs = [x for x, v in enumerate(s.values) if v is not None]
-            ys = [v for v in s.values if v is not None]
-            ax.plot(xs, ys, color=arm_colour(i), marker="o", markersize=3.5, linewidth=1.4, label=short(s.arm, 24))
+            cis = s.cis if s.cis is not None and len(s.cis) == len(s.values) else [None] * len(s.values)
+            pts = charts_ci.split([float(x) for x in range(len(s.values))], s.values, cis)
+            charts_ci.draw(ax, pts, arm_colour(i))
+            ax.plot([], [], color=arm_colour(i), marker="o", markersize=3.5, linewidth=1.4, label=short(s.arm, 24))
         step = max(1, len(run_labels) // 12)
         ticks = list(range(0, len(run_labels), step))
         ax.set_xticks(ticks, [short(run_labels[t], 16) for t in ticks], rotation=30, ha="right", fontsize=7.5)
         ax.set_ylabel("p99 TTFT (ms)")
         ax.set_ylim(bottom=0)
+        charts_ci.plain_ticks(ax)
         ax.legend(loc="upper left", fontsize=7.5)
         return Chart(name, title, caption, to_svg(fig, name))

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from harness.report.load import ReportInputError, check_run_dir, load_summary
+from harness.report.load import ReportInputError, check_run_dir
 from harness.summary import Summary
 
 EXIT_OK = 0
@@ -66,12 +66,16 @@ def compare_command(
     run_b: RunDirArg,
     json_out: Annotated[bool, typer.Option("--json", help="print the comparison as JSON")] = False,
 ) -> None:
-    """Show what changed from RUN_A to RUN_B: verdict, decisions, p99 TTFT/ITL, throughput, hit rate (B/A)."""
-    from harness.report.compare import compare_summaries, comparison_lines
+    """Show what changed from RUN_A to RUN_B: verdict, decisions, p99 TTFT/ITL, throughput, hit rate (B/A), with
+    percentile intervals and B/A ratio intervals computed from both runs' requests.parquet."""
+    from harness.report.compare import comparison_lines
+    from harness.report.compare_ratios import compare_runs
     from harness.report.writers import html_safe_json
 
     try:
-        cmp = compare_summaries(load_summary(run_a), load_summary(run_b))
+        check_run_dir(run_a)
+        check_run_dir(run_b)
+        cmp = compare_runs(run_a, run_b)
     except (ReportInputError, OSError) as exc:
         raise _fail(exc) from None
     if json_out:

@@ -9,11 +9,11 @@ from harness.summary import ArmSummary, HitTokens, StepSummary, Summary
 
 MISSING = "missing"
 
-_TITLES = {"go": "GO", "hold": "HOLD", "no-go": "NO-GO", "failed": "RUN FAILED"}
+_TITLES = {"go": "GO", "hold": "HOLD", "no-go": "NO-GO", "slo-unmet": "SLO UNMET", "failed": "RUN FAILED"}
 
 
 def verdict_title(summary: Summary) -> str:
-    """The banner's headline, e.g. ``GO: ship cpu`` or ``NO-GO: keep the baseline``."""
+    """The banner's headline, e.g. ``GO: ship cpu``, ``NO-GO: keep the baseline`` or ``SLO UNMET: …``."""
     word = _TITLES.get(summary.verdict, summary.verdict.upper())
     if summary.verdict == "go" and summary.recommended_arm:
         return f"{word}: ship {summary.recommended_arm}"
@@ -21,6 +21,8 @@ def verdict_title(summary: Summary) -> str:
         return f"{word}: inconclusive, keep the current configuration"
     if summary.verdict == "no-go":
         return f"{word}: keep the baseline"
+    if summary.verdict == "slo-unmet":
+        return f"{word}: every arm breaks the same budget, the baseline included (the SLO's problem, not the tier's)"
     return word
 
 

@@ -20,7 +20,7 @@ from harness.report.links import safe_href
 from harness.report.load import ReportInputError, load_summary_file
 from harness.report.templating import html_env, slug
 from harness.report.writers import html_safe_json, write_atomic
-from harness.summary import Summary
+from harness.summary import QuantileCI, Summary
 
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
 MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)
@@ -43,6 +43,8 @@ class IndexEntry(BaseModel):
     verdict: str | None = None
     recommended_arm: str | None = None
     ttft_p99_ms: dict[str, float | None] = Field(default_factory=dict)  # per arm, at its highest-load step
+    ttft_p99_ci: dict[str, QuantileCI | None] = Field(default_factory=dict)  # the same figures' intervals and n
+    ttft_p99_count: dict[str, int] = Field(default_factory=dict)  # requests behind each figure
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,16 @@ def _entry(run_dir: Path) -> IndexEntry:
 
 def _from_summary(run_dir: Path, s: Summary, href: str | None) -> IndexEntry:
     trend: dict[str, float | None] = {}
+    cis: dict[str, QuantileCI | None] = {}
+    counts: dict[str, int] = {}
     for arm in s.arms:
         top = top_step(arm)
         trend[arm.name] = top.ttft_ms.p99 if top is not None else None
+        cis[arm.name] = top.ttft_ms.p99_ci if top is not None else None
+        counts[arm.name] = top.ttft_ms.count if top is not None else 0
     return IndexEntry(run_dir=run_dir.name, href=href, ok=True, run_id=s.run_id, started_at=s.started_at,
                       scenario=s.scenario, engine=s.engine, model=s.model, simulated=s.simulated, verdict=s.verdict,
-                      recommended_arm=s.recommended_arm, ttft_p99_ms=trend)
+                      recommended_arm=s.recommended_arm, ttft_p99_ms=trend, ttft_p99_ci=cis, ttft_p99_count=counts)
 
 
 def scan_runs(results_dir: Path) -> tuple[list[IndexEntry], int]:
@@ -96,7 +102,8 @@ def scenario_trends(entries: list[IndexEntry]) -> list[ScenarioTrend]:
         arms: list[str] = []
         for e in runs:
             arms.extend(a for a in e.ttft_p99_ms if a not in arms)
-        series = [TrendSeries(arm=a, values=[e.ttft_p99_ms.get(a) for e in runs]) for a in arms]
+        series = [TrendSeries(arm=a, values=[e.ttft_p99_ms.get(a) for e in runs],
+                              cis=[e.ttft_p99_ci.get(a) for e in runs]) for a in arms]
         labels = [(e.started_at or e.run_dir)[:16] for e in runs]
         chart = trend_chart(f"trend-{n}-{slug(scenario)}", f"p99 TTFT per arm: {scenario}", labels, series)
         trends.append(ScenarioTrend(scenario=scenario, runs=len(runs), chart=chart))

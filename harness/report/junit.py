@@ -8,8 +8,15 @@ Mapping (the exit code carries the verdict; JUnit explains it without failing a 
 
 * ``failure`` only where the outcome is bad: the verdict or an arm's decision is ``no-go``/``failed``, and the
   rule breaches and failed drills of such an arm; a pre-flight check at level ``error``.
-* ``skipped`` (with the reason as message) for ``hold``: a held arm's decision and its breaches; inconclusive and
-  not-applicable rules; a ``skipped`` arm; fit items whose status is unknown.
+* ``skipped`` (with the reason as message) for ``hold``: a held arm's decision and its breaches; unresolved and
+  not-applicable rules; a ``skipped`` arm; fit items whose status is unknown. An **unresolved** rule (the evidence
+  could not judge it) is never a silent pass: CI test views (Jenkins, GitLab, Azure DevOps, the GitHub JUnit
+  report actions) list skipped cases with their message, while test-case properties are mostly not shown at all.
+  The message carries the interval and threshold (``unresolved (could not be judged): 1.04x [0.97–1.11] vs
+  1.11x: …``); the properties repeat them as data.
+* ``slo-unmet`` (every arm, the baseline included, breaks the same budget): the run suite's ``slo`` case fails; the
+  verdict and the arms' decisions are skipped (the tier is not to blame), and a breach shared with the baseline is
+  skipped, never a failure of the tier.
 * dry-run rules never fail or skip: they pass, with ``dry_run=true`` as a property and their outcome in system-out.
 * a drill that ended in a harness ``error`` on a failed/no-go arm is an ``error`` element.
 """
@@ -19,7 +26,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from harness.report.fmt import step_label
+from harness.report.fmt import ms, step_label, top_step
+from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
 from harness.summary import ArmSummary, DrillResult, RuleResult, Summary
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -73,35 +81,82 @@ def _rule_case(suite: _Suite, arm: ArmSummary, rule: RuleResult) -> None:
     at = step_label(arm, rule.step)
     name = f"rule {rule.rule}" + (f" @ {at}" if at else "")
     flags = {"kind": rule.kind, "status": rule.status, "critical": str(rule.critical).lower(),
-             "dry_run": str(rule.dry_run).lower()}
-    text = f"{rule.status}: {rule.message}"
+             "dry_run": str(rule.dry_run).lower(), **_evidence_props(rule)}
+    evidence = evidence_text(rule)
+    detail = f"{evidence}: {rule.message}" if evidence else rule.message
+    text = f"{rule.status}: {detail}"
     if rule.dry_run:
         suite.case(arm.name, name, out=f"dry run (reported, never decides): {text}", props=flags)
     elif rule.status == "pass":
-        suite.case(arm.name, name, out=rule.message, props=flags)
+        suite.case(arm.name, name, out=detail, props=flags)
+    elif rule.status == "unresolved":
+        suite.case(arm.name, name, outcome="skipped", props=flags,
+                   message=f"unresolved (could not be judged, not a pass): {detail}")
+    elif rule.status == "breach" and rule.shared_with_baseline:
+        suite.case(arm.name, name, outcome="skipped", props=flags,
+                   message=f"breach shared with the baseline (the SLO's problem, not the tier's): {detail}")
     elif rule.status == "breach" and arm.decision in _BAD:
         suite.case(arm.name, name, outcome="failure", message=text, props=flags)
     elif rule.status == "breach":
         suite.case(arm.name, name, outcome="skipped", props=flags,
-                   message=f"breach did not fail the arm (decision {arm.decision}): {rule.message}")
+                   message=f"breach did not fail the arm (decision {arm.decision}): {detail}")
     else:
         suite.case(arm.name, name, outcome="skipped", message=text, props=flags)
+
+
+def _evidence_props(rule: RuleResult) -> dict[str, str]:
+    props: dict[str, str] = {}
+    if rule.interval is not None:
+        iv = rule.interval
+        props.update({"interval": ratio_view(iv).text, "interval_resolved": str(iv.resolved).lower(),
+                      "interval_confidence": f"{iv.confidence:g}"})
+    if rule.threshold is not None:
+        props["threshold"] = f"{rule.threshold:g}"
+    if rule.shared_with_baseline:
+        props["shared_with_baseline"] = "true"
+    return props
+
+
+def _figures(arm: ArmSummary) -> str:
+    """Each step's p99 TTFT/ITL with interval and n (unresolved ones marked), for the decision's system-out."""
+    lines = []
+    for st in arm.steps:
+        early = f"; ended early at {st.duration_s:.0f} s: {st.stop_reason or 'no reason recorded'}" if st.ended_early \
+            else ""
+        lines.append(f"{st.label}: p99 TTFT {pct_view(st.ttft_ms, 'p99').text}; p99 ITL "
+                     f"{pct_view(st.itl_ms, 'p99').text}; {st.requests} requests{early}")
+    return "\n".join(lines)
+
+
+def _top_props(arm: ArmSummary) -> dict[str, str]:
+    top = top_step(arm)
+    if top is None:
+        return {}
+    ci = top.ttft_ms.p99_ci
+    props = {"top_step": top.label, "ttft_p99": pct_view(top.ttft_ms, "p99").text,
+             "ttft_p99_n": str(ci.n if ci is not None else top.ttft_ms.count),
+             "ttft_p99_resolved": str(top.ttft_ms.resolved("p99")).lower()}
+    if ci is not None:
+        props.update({"ttft_p99_lo": "" if ci.lo is None else f"{ci.lo:g}",
+                      "ttft_p99_hi": "" if ci.hi is None else f"{ci.hi:g}"})
+    return props
 
 
 def _decision_case(suite: _Suite, arm: ArmSummary) -> None:
     reasons = " ".join(arm.reasons) or "no reason recorded"
     name = "decision"
+    figures = _figures(arm)
     if arm.decision in _BAD:
         body = reasons
         if arm.failure is not None:
             body += f"\n\nfailed during {arm.failure.phase}: {arm.failure.message}"
             if arm.failure.log_tail:
                 body += "\n\nlast log lines:\n" + "\n".join(arm.failure.log_tail)
-        suite.case(arm.name, name, outcome="failure", message=f"{arm.decision}: {reasons}", body=body)
-    elif arm.decision in ("hold", "skipped"):
-        suite.case(arm.name, name, outcome="skipped", message=f"{arm.decision}: {reasons}")
+        suite.case(arm.name, name, outcome="failure", message=f"{arm.decision}: {reasons}", body=body, out=figures)
+    elif arm.decision in ("hold", "skipped", "slo-unmet"):
+        suite.case(arm.name, name, outcome="skipped", message=f"{arm.decision}: {reasons}", out=figures)
     else:
-        suite.case(arm.name, name, out=f"{arm.decision}: {reasons}")
+        suite.case(arm.name, name, out=f"{arm.decision}: {reasons}" + (f"\n\n{figures}" if figures else ""))
 
 
 def _drill_case(suite: _Suite, drill: DrillResult, decision: str | None) -> None:
@@ -118,6 +173,34 @@ def _drill_case(suite: _Suite, drill: DrillResult, decision: str | None) -> None
         suite.case(drill.arm, name, outcome="skipped", message=text)
 
 
+def _slo_case(run: _Suite, summary: Summary) -> None:
+    budgets = ", ".join(f"{k.removesuffix('_ms').replace('_', ' ')} {ms(v)}" for k, v in summary.slo.items()
+                        if v is not None) or "none set"
+    if summary.verdict == "slo-unmet":
+        run.case("run.slo", "slo", outcome="failure",
+                 message=f"slo-unmet: every arm, the baseline included, breaks the same budget ({budgets}); the SLO "
+                         f"is the problem, not the tier: {summary.verdict_reason}")
+    else:
+        run.case("run.slo", "slo", out=f"budgets: {budgets}")
+
+
+def _statistics_case(run: _Suite, summary: Summary) -> None:
+    st = summary.statistics
+    lines = [f"intervals: {st.confidence:.0%} confidence; percentiles: {quantile_method(summary)}; ratios: "
+             f"{st.ratio_method or 'not recorded'}; alpha {st.alpha:g}; multiplicity: {st.multiplicity or 'none'}; "
+             f"sequential: {st.sequential or 'off'}"]
+    if load_time_text(summary):
+        lines.append(f"load time: {load_time_text(summary)}")
+    nf = summary.noise_floor
+    if nf is not None:
+        lines.append(f"noise floor ({nf.arm}): {nf.message}")
+        lines.extend(f"  step {it.step} {it.measure}: {ratio_view(it.interval).text}" for it in nf.items)
+    props = {"confidence": f"{st.confidence:g}", "load_saved_share": f"{summary.load_time.saved_share:.3f}"}
+    if nf is not None and nf.factor is not None:
+        props["noise_floor_factor"] = f"{nf.factor:g}"
+    run.case("run.statistics", "statistics", out="\n".join(lines), props=props)
+
+
 def render_junit(summary: Summary) -> str:
     """The JUnit XML document as text."""
     sim = "[SIMULATED] " if summary.simulated else ""
@@ -127,10 +210,12 @@ def render_junit(summary: Summary) -> str:
     verdict_text = f"{summary.verdict}: {summary.verdict_reason}"
     if summary.verdict in _BAD:
         run.case("run", "verdict", outcome="failure", message=verdict_text)
-    elif summary.verdict == "hold":
+    elif summary.verdict in ("hold", "slo-unmet"):
         run.case("run", "verdict", outcome="skipped", message=verdict_text)
     else:
         run.case("run", "verdict", out=verdict_text)
+    _slo_case(run, summary)
+    _statistics_case(run, summary)
     for check in summary.checks:
         name = f"check {check.name}" + (f" ({check.arm})" if check.arm else "")
         if check.level == "error":
@@ -149,7 +234,7 @@ def render_junit(summary: Summary) -> str:
     totals = dict(run.close())
     for arm in summary.arms:
         suite = _Suite(root, f"arm {arm.name}", {**props, "arm": arm.name, "tier": arm.tier,
-                                                 "decision": arm.decision},
+                                                 "decision": arm.decision, **_top_props(arm)},
                        time_s=sum(s.duration_s for s in arm.steps))
         _decision_case(suite, arm)
         for rule in arm.rules:

@@ -1,7 +1,9 @@
 """A realistic, deterministic sample :class:`~harness.summary.Summary` for tests, fixtures and the render benchmark.
 
-Three arms (``gpu-only`` baseline, ``cpu`` go, ``tiered`` hold) with three rising steps each, windows with a few
-breaches, hit quality by tier, TTFT by hit class, two drills, the fit screen, pre-flight checks, host and versions.
+Three arms (``gpu-only`` baseline, ``cpu`` go, ``tiered`` hold) with three rising steps each (two of cpu's ended early,
+sequentially), percentiles with intervals (the c4 p99s and every window's p99 too small to resolve), windows with
+breaches and unresolved ones, rules with evidence, a noise floor, hit quality by tier, TTFT by hit class, two drills,
+the fit screen, pre-flight checks, host and versions (statistics in :mod:`harness.report.sample_stats`).
 Nothing here reads the clock or the network: the same arguments give the same summary.
 """
 
@@ -14,6 +16,7 @@ import shlex
 from pathlib import Path
 from typing import Literal
 
+from harness.report import sample_stats as stats
 from harness.summary import (
     ArmSummary,
     CheckItem,
@@ -26,7 +29,6 @@ from harness.summary import (
     HitTokens,
     LaunchRecord,
     Percentiles,
-    RuleResult,
     ServerStep,
     StepSummary,
     Summary,
@@ -54,8 +56,8 @@ _PROFILE: dict[str, dict[str, tuple[float, ...]]] = {
 def _pct(p99: float, rng: random.Random, count: int) -> Percentiles:
     p50 = p99 * rng.uniform(0.32, 0.42)
     p95 = p99 * rng.uniform(0.72, 0.85)
-    return Percentiles(p50=round(p50, 2), p95=round(p95, 2), p99=round(p99, 2),
-                       mean=round(p50 * 1.15, 2), count=count)
+    return stats.with_intervals(Percentiles(p50=round(p50, 2), p95=round(p95, 2), p99=round(p99, 2),
+                                            mean=round(p50 * 1.15, 2), count=count))
 
 
 def _hits(split: tuple[float, ...], prompt: int, tier: str) -> HitTokens:
@@ -68,10 +70,11 @@ def _hits(split: tuple[float, ...], prompt: int, tier: str) -> HitTokens:
 def _step(arm: str, tier: str, i: int, rng: random.Random) -> StepSummary:
     prof = _PROFILE[arm]
     conc = CONCURRENCY[i]
-    requests = int(conc * STEP_S / (1.0 + 0.15 * i) * 0.9)
+    duration = _EARLY.get((arm, i), (STEP_S, None))[0]
+    requests = int(conc * duration / (1.0 + 0.15 * i) * 0.9)
     errors = 0 if i < 2 else (3 if arm == "tiered" else 1)
     ttft = _pct(prof["ttft"][i], rng, requests - errors)
-    itl = _pct(prof["itl"][i], rng, (requests - errors) * 180)
+    itl = stats.with_intervals(_pct(prof["itl"][i], rng, (requests - errors) * 180), requests - errors)
     e2e = _pct(prof["ttft"][i] + prof["itl"][i] * 190, rng, requests - errors)
     prompt = requests * 3100
     classes = [("mostly-cached", 0.55, 0.45), ("partial", 0.3, 0.8), ("recomputed", 0.15, 1.25)]
@@ -81,7 +84,7 @@ def _step(arm: str, tier: str, i: int, rng: random.Random) -> StepSummary:
     server = ServerStep(
         ttft_ms=_pct(prof["ttft"][i] * 0.93, rng, requests), itl_ms=_pct(prof["itl"][i] * 0.97, rng, requests),
         kv_usage_max=round(min(0.99, 0.3 + 0.25 * i), 3),
-        cpu_tier_usage_max=None if tier == "gpu-only" else round(0.2 + 0.3 * i, 3),
+        cpu_tier_pinned_max=None if tier == "gpu-only" else round(0.2 + 0.3 * i, 3),
         preemptions=float(2 * i if tier == "gpu-only" else i), running_max=float(conc), waiting_max=float(i * 3),
         offload_store_bytes=None if tier == "gpu-only" else 2.1e9 * (i + 1),
         offload_load_bytes=None if tier == "gpu-only" else 1.4e9 * (i + 1),
@@ -90,10 +93,12 @@ def _step(arm: str, tier: str, i: int, rng: random.Random) -> StepSummary:
         scrapes=30, scrape_errors=0,
         missing=[] if tier == "tiered" else ["vllm:kv_offload_tiering_read_bytes_total"])
     return StepSummary(
-        index=i, label=f"c{conc}", concurrency=conc, duration_s=STEP_S, requests=requests, errors=errors,
+        index=i, label=f"c{conc}", concurrency=conc, duration_s=duration, requests=requests, errors=errors,
+        planned_duration_s=STEP_S, ended_early=duration < STEP_S, stop_reason=_EARLY.get((arm, i), (STEP_S, None))[1],
         error_rate=round(errors / requests, 5), errors_by_kind={"timeout": errors} if errors else {},
         ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, output_tokens_per_s=prof["tps"][i],
-        request_rate=round(requests / STEP_S, 3), goodput=round(0.99 - 0.04 * i - (0.05 if arm == "tiered" else 0), 3),
+        request_rate=round(requests / duration, 3),
+        goodput=round(0.99 - 0.04 * i - (0.05 if arm == "tiered" else 0), 3),
         hit_tokens=_hits(prof["split"], prompt, tier), client_cached_tokens=int(prompt * (1 - prof["split"][3])),
         ttft_by_hit_class=by_class, server=server,
         client=ClientHealth(cpu_percent=round(12.0 + 9 * i, 1), send_lag_ms_p50=0.4, send_lag_ms_p99=2.5 + i))
@@ -102,49 +107,40 @@ def _step(arm: str, tier: str, i: int, rng: random.Random) -> StepSummary:
 def _windows(arm: str, rng: random.Random) -> list[WindowPoint]:
     prof = _PROFILE[arm]
     points: list[WindowPoint] = []
-    per_step = int(STEP_S / WINDOW_S)
+    step_start = 0.0
     for i in range(len(CONCURRENCY)):
-        for w in range(per_step):
-            start = i * STEP_S + w * WINDOW_S
+        duration = _EARLY.get((arm, i), (STEP_S, None))[0]
+        for w in range(int(duration / WINDOW_S)):
+            start = step_start + w * WINDOW_S
             ttft = prof["ttft"][i] * rng.uniform(0.85, 1.12)
             itl = prof["itl"][i] * rng.uniform(0.9, 1.1)
-            breached = []
-            if ttft > TTFT_BUDGET_MS:
-                breached.append("ttft-p99-budget")
-            if itl > ITL_BUDGET_MS:
-                breached.append("itl-p99-budget")
-            points.append(WindowPoint(step=i, start_s=start, end_s=start + WINDOW_S, requests=int(CONCURRENCY[i] * 8),
+            n = int(CONCURRENCY[i] * 12)
+            ttft_ci, itl_ci = stats.window_ci(round(ttft, 1), n), stats.window_ci(round(itl, 2), n)
+            breached: list[str] = []
+            unresolved: list[str] = []
+            for rule, ci, budget in (("ttft-p99-budget", ttft_ci, TTFT_BUDGET_MS), ("itl-p99-budget", itl_ci,
+                                                                                    ITL_BUDGET_MS)):
+                outcome = stats.budget_outcome(ci, budget)
+                if outcome == "breach":
+                    breached.append(rule)
+                elif outcome == "unresolved":
+                    unresolved.append(rule)
+            points.append(WindowPoint(step=i, start_s=start, end_s=start + WINDOW_S, requests=n,
                                       ttft_p99_ms=round(ttft, 1), itl_p99_ms=round(itl, 2),
-                                      e2e_p99_ms=round(ttft + itl * 190, 1), breached=breached))
+                                      e2e_p99_ms=round(ttft + itl * 190, 1), ttft_p99_ci=ttft_ci, itl_p99_ci=itl_ci,
+                                      e2e_p99_ci=stats.window_ci(round(ttft + itl * 190, 1), n),
+                                      breached=breached, unresolved=unresolved))
+        step_start += duration
     return points
 
 
-def _rules(arm: str) -> list[RuleResult]:
-    if arm == "gpu-only":
-        return [RuleResult(rule="ttft-p99-budget", kind="budget", status="breach", step=2,
-                           message="p99 TTFT 2650 ms > budget 2000 ms in 6 of the last 6 windows at c32")]
-    if arm == "cpu":
-        return [
-            RuleResult(rule="ttft-p99-budget", kind="budget", status="pass", critical=True,
-                       message="p99 TTFT stayed under 2000 ms (worst window 1890 ms at c32)"),
-            RuleResult(rule="itl-p99-budget", kind="budget", status="pass", message="p99 ITL at most 79 ms"),
-            RuleResult(rule="ttft-p99-vs-baseline", kind="regression", status="pass", step=2,
-                       message="p99 TTFT 0.65x baseline at c32 (Mann-Whitney p=0.001)"),
-            RuleResult(rule="earns-keep", kind="earns_keep", status="pass", step=2,
-                       message="ttft_p95 improved 1.41x and output_tokens_per_s 1.22x at c32"),
-        ]
-    return [
-        RuleResult(rule="ttft-p99-budget", kind="budget", status="breach", critical=True, step=2,
-                   message="p99 TTFT over 2000 ms in 3 of the last 5 windows at c32"),
-        RuleResult(rule="itl-p99-budget", kind="budget", status="breach", dry_run=True, step=2,
-                   message="p99 ITL 104 ms > budget 100 ms in 4 of the last 5 windows (dry run)"),
-        RuleResult(rule="ttft-p99-vs-baseline", kind="regression", status="inconclusive", step=2,
-                   message="p99 TTFT 0.93x baseline at c32 but p=0.21 >= alpha 0.05"),
-        RuleResult(rule="earns-keep", kind="earns_keep", status="inconclusive",
-                   message="disk promotions did not improve any measure by 5% over the cpu arm"),
-        RuleResult(rule="drill:storage_pressure", kind="drill", status="breach", step=None,
-                   message="p99 TTFT 5400 ms during storage pressure > limit 4000 ms"),
-    ]
+# Sequential steps that ended early: (arm, step) -> (seconds used, why).
+_EARLY: dict[tuple[str, int], tuple[float, str | None]] = {
+    ("cpu", 1): (38.0, "decision settled at 38 s: p95 TTFT ratio 0.71x [0.64–0.79] clears 1.05x (confidence "
+                       "sequence, alpha 0.05)"),
+    ("cpu", 2): (41.0, "decision settled at 41 s: p95 TTFT ratio 0.70x [0.63–0.78] clears 1.05x (confidence "
+                       "sequence, alpha 0.05)"),
+}
 
 
 _DECISIONS: dict[str, tuple[Decision, list[str]]] = {
@@ -179,7 +175,7 @@ def sample_summary(model_name: str = DEFAULT_MODEL, *, simulated: bool = True, s
             cpu_tier_bytes={"gpu-only": 0, "cpu": 16 << 30, "tiered": 16 << 30}[name],
             disk_tier_dirs=["/mnt/nvme/kv-tier"] if name == "tiered" else [],
             launch=_launch(name, model_name), steps=[_step(name, tier, i, rng) for i in range(len(CONCURRENCY))],
-            rules=_rules(name), windows=_windows(name, rng)))
+            rules=stats.rules(name), windows=_windows(name, rng)))
     drills = [
         DrillResult(kind="cache_loss", arm="tiered", status="pass",
                     message="No errors; TTFT p99 recovered to 1.08x of before within 10 s.",
@@ -220,7 +216,10 @@ def sample_summary(model_name: str = DEFAULT_MODEL, *, simulated: bool = True, s
         verdict_reason="cpu cut p99 TTFT at c32 by 35% with no budget breached; tiered did not earn its keep.",
         started_at="2025-01-01T12:00:00Z", finished_at="2025-01-01T12:11:40Z", caches_carry_over_between_steps=True,
         slo={"ttft_p99_ms": TTFT_BUDGET_MS, "itl_p99_ms": ITL_BUDGET_MS, "e2e_p99_ms": None},
-        arms=arms, fit_screen=fit, checks=checks, drills=drills,
+        arms=arms, fit_screen=fit, checks=checks, drills=drills, noise_floor=stats.noise_floor(),
+        load_time=stats.load_time([s.planned_duration_s or s.duration_s for a in arms for s in a.steps],
+                                  [s.duration_s for a in arms for s in a.steps]),
+        statistics=stats.statistics(),
         warnings=["Load generator CPU reached 30% at c32 (not saturated).",
                   "caches carried over between steps (arms start fresh; steps share a server)."],
         missing_metrics=["vllm:kv_offload_tiering_read_bytes_total (arms gpu-only, cpu)"],

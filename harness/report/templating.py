@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness import __version__
-from harness.report import fmt
+from harness.report import fmt, fmt_ci
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _NEWLINES = re.compile(r"[\r\n]+")
@@ -67,6 +67,9 @@ def _common(env: Environment) -> Environment:
         "step_label": fmt.step_label,
         "harness_version": __version__, "MISSING": fmt.MISSING,
         "num": fmt.num, "pct": fmt.pct, "tokens": fmt.tokens, "ms": fmt.ms, "gib": fmt.gib,
+        "pv": fmt_ci.pct_view, "iv": fmt_ci.interval_view, "point_view": fmt_ci.point_view,
+        "ratio_view": fmt_ci.ratio_view, "evidence": fmt_ci.evidence_text, "threshold_text": fmt_ci.threshold_text,
+        "stats_legend": fmt_ci.legend, "load_time_text": fmt_ci.load_time_text,
     })
     return env
 

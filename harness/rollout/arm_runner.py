@@ -143,9 +143,11 @@ class ArmRunner:
         """The whole arm; never raises for server problems (they become a failed result)."""
         from harness.load import calibrate_tokenizer
         from harness.scrape.scraper import Scraper
+        from harness.telemetry.sampler import HostSampler, scenario_disk_dirs
 
         steps_done = self.start_step
         scraper: Scraper | None = None
+        host: HostSampler | None = None
         try:
             try:
                 server = self.launch()
@@ -157,6 +159,9 @@ class ArmRunner:
             scraper = Scraper(server.base_url, self.spec.metrics, self.ctx.run.metrics_dir(self.arm.name),
                               self.ctx.scenario.steps.scrape_interval_s)
             scraper.start()
+            host = HostSampler(self.ctx.run.metrics_dir(self.arm.name), self.ctx.scenario.steps.scrape_interval_s,
+                               scenario_disk_dirs(self.ctx.scenario.arms))
+            host.start()
             tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0)
             warm = _level_for_warmup(self.ctx)
             if warm is not None:
@@ -165,7 +170,8 @@ class ArmRunner:
                     return self._fail("step", outcome, self._tail(), steps_done)
             levels = self.ctx.scenario.steps.levels
             for index in range(self.start_step, len(levels)):
-                problem = self._step(server, scraper, tokenizer, index, levels[index].label, levels[index])
+                problem = self._step(server, scraper, tokenizer, index, levels[index].label, levels[index],
+                                     **self._sequential(index, levels[index]))
                 if problem is not None:
                     return self._fail("step", problem, self._tail(), steps_done)
                 steps_done = index + 1
@@ -174,12 +180,28 @@ class ArmRunner:
             return ArmResult(self.arm.name, "completed", steps_done)
         finally:
             try:
+                if host is not None:
+                    host.stop()
                 if scraper is not None:
                     scraper.stop()
             finally:  # the server is stopped even when the scraper cannot close its file (disk full)
                 if self.server is not None:
                     self.server.stop()
                     self.ctx.say(f"[{self.arm.name}] server stopped")
+
+    def _sequential(self, index: int, level: StepLevel) -> dict[str, Any]:
+        """Looks for a sequential step (the A/A re-run of the baseline always runs its full duration)."""
+        scenario = self.ctx.scenario
+        names = [a.name for a in scenario.arms]
+        if not scenario.steps.sequential.enabled or self.arm.name not in names:
+            return {}
+        from harness.load.parts import part_prefix
+        from harness.rollout.sequential import StepLooker
+
+        looker = StepLooker(scenario, self.ctx.run, self.arm, names.index(self.arm.name), index,
+                            part_prefix(index, level.label), level)
+        looks = looker.looks_s()
+        return {"looks_s": looks, "on_look": looker} if looks else {}
 
     def _after_steps(self, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
         """Hook for drills (see :mod:`harness.rollout.drills`)."""
@@ -233,9 +255,12 @@ class ArmRunner:
                  "start_wall_ns": outcome.start_wall_ns, "end_wall_ns": outcome.end_wall_ns,
                  "warmup": index == WARMUP_STEP, "requests": outcome.requests, "errors": outcome.errors,
                  "client": outcome.client.model_dump(), "partial": bool(dead or outcome.error),
-                 "error": outcome.error, "recorded_at": time.time()}
+                 "error": outcome.error, "recorded_at": time.time(), "planned_duration_s": level.duration_s,
+                 "ended_early": outcome.ended_early, "stop_reason": outcome.stop_reason}
         entry.update({k: v for k, v in extra.items() if k in ("drill", "drill_phase")})
         self.ctx.record_step(entry)
+        if outcome.ended_early:
+            self.ctx.say(f"[{self.arm.name}] {what} ended early: {outcome.stop_reason}")
         self.ctx.say(f"[{self.arm.name}] {what} done: {outcome.requests} requests, {outcome.errors} errors"
                      + (f" — client saturated: {outcome.client.note}" if outcome.client.saturated else ""))
         if dead:

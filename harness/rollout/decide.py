@@ -1,9 +1,20 @@
 """Decisions per arm and the run's verdict.
 
-Per arm in order: ``baseline``; then for each tier ``go``, ``no-go`` (roll back: disable the newest tier), ``hold``
-(inconclusive) or ``failed``. The recommended configuration is the last ``go`` arm in an unbroken chain from the
-baseline. The verdict is ``go`` when that is a tier arm, otherwise the decision of the first tier arm that broke the
-chain (a tier that could not even start is a ``no-go``); ``failed`` when the baseline itself failed.
+Per arm in order: ``baseline``; then for each tier
+
+* ``no-go`` — the tier itself shows harm: a resolved regression against the baseline, failures it brings, or a
+  (critical) budget breach the arms without it do not share;
+* ``slo-unmet`` — nothing speaks against the tier, but it breaks a budget the baseline (or the arm before it) breaks
+  too: the SLO is not met by any arm, which is the SLO's (or the load's) problem, not the tier's;
+* ``hold`` — the evidence does not decide: an unresolved rule, no shown improvement, no own-tier hits, a fit-screen
+  warning;
+* ``go`` — every deciding rule passed;
+* ``failed`` — the arm could not start or died: it could not be judged (never reported as harm).
+
+The recommended configuration is the last ``go`` arm in an unbroken chain from the baseline. The verdict is ``go``
+when that is a tier arm; otherwise it follows the first tier arm that broke the chain: ``no-go`` for measured harm,
+``slo-unmet`` for a shared breach, ``hold`` for missing evidence or an arm that could not be judged. ``failed`` when
+the baseline itself did not run. Exit codes: go 0, no-go 1, hold 3, failed 4, slo-unmet 5.
 """
 
 from __future__ import annotations
@@ -12,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness.summary import EXIT_CODES, ArmFailure, ArmSummary, Decision, RuleResult, Verdict
+
+HOLD_KINDS = ("earns_keep", "causal", "fit")
 
 
 @dataclass(frozen=True)
@@ -27,11 +40,17 @@ class VerdictResult:
         return EXIT_CODES[self.verdict]
 
 
+def mark_shared(rules: Sequence[RuleResult], shared_budgets: set[str]) -> list[RuleResult]:
+    """Budget breaches that an arm without the tier breaks too are flagged ``shared_with_baseline``."""
+    return [r.model_copy(update={"shared_with_baseline": True})
+            if r.kind == "budget" and r.status == "breach" and r.rule in shared_budgets else r for r in rules]
+
+
 def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rules: Sequence[RuleResult],
-               prev_budget_breaches: set[str], prev_name: str | None) -> tuple[Decision, list[str]]:
-    """The decision and its reasons (sentences with numbers) for one arm."""
+               prev_name: str | None) -> tuple[Decision, list[str]]:
+    """The decision and its reasons (sentences with numbers) for one arm (``rules`` marked by :func:`mark_shared`)."""
     if failure is not None:
-        return "failed", [f"failed during {failure.phase}: {failure.message}"]
+        return "failed", [f"could not be judged: failed during {failure.phase}: {failure.message}"]
     if not ran:
         return "skipped", ["not run (excluded by --only, or the run stopped before it)"]
     deciding = [r for r in rules if not r.dry_run]
@@ -41,25 +60,34 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         return "baseline", ["the GPU-only baseline every tier is compared with", *breaches, *dry]
     vetoes: list[str] = []
     holds: list[str] = []
-    notes: list[str] = []
+    shared: list[str] = []
+    shared_notes: list[str] = []  # warnings that do not decide
     for r in deciding:
+        if r.kind == "tier_health" and not r.critical:
+            if r.status in ("breach", "unresolved"):
+                shared_notes.append(f"warning (not deciding) — {r.rule}: {r.message}")
+            continue
         if r.status == "breach":
-            if r.kind == "budget" and not r.critical and r.rule in prev_budget_breaches:
-                notes.append(f"{r.rule}: {r.message} — {prev_name} breaks this budget too, so the tier is not "
-                             "the cause (noted, not deciding)")
-            elif r.kind == "earns_keep":
-                holds.append(f"{r.message}")
+            if r.kind == "budget" and r.shared_with_baseline:
+                shared.append(f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this budget too: the "
+                              "SLO is not met by any arm, so the tier is not the cause")
+            elif r.kind in HOLD_KINDS:
+                holds.append(f"{r.rule}: {r.message}")
+            elif r.kind == "budget" and not r.critical:
+                holds.append(f"{r.rule} (not critical): {r.message}")
             else:
                 tag = "critical rule " if r.critical else ""
                 vetoes.append(f"{tag}{r.rule}: {r.message}")
-        elif r.status == "inconclusive":
-            holds.append(f"{r.rule} inconclusive: {r.message}")
+        elif r.status == "unresolved":
+            holds.append(f"{r.rule} unresolved: {r.message}")
     if vetoes:
-        return "no-go", [*vetoes, *holds, *notes, *dry]
+        return "no-go", [*vetoes, *holds, *shared, *shared_notes, *dry]
     if holds:
-        return "hold", [*holds, *notes, *dry]
+        return "hold", [*holds, *shared, *shared_notes, *dry]
     passes = [f"{r.rule}: {r.message}" for r in deciding if r.status == "pass"]
-    return "go", [*passes, *notes, *dry] or ["no rule objected"]
+    if shared:
+        return "slo-unmet", [*shared, *passes, *shared_notes, *dry]
+    return "go", [*passes, *shared_notes, *dry] or ["no rule objected"]
 
 
 def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
@@ -73,16 +101,22 @@ def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
         if arm.decision == "go":
             recommended = arm.name
             continue
+        if arm.decision == "skipped":
+            continue
         breaker = arm
         break
     if recommended != arms[0].name:
         tail = f"; the next tier ({breaker.name}) is {breaker.decision}" if breaker is not None else ""
         return VerdictResult("go", recommended, f"ship {recommended}{tail}")
     if breaker is None:
-        return VerdictResult("hold", recommended, "the scenario has no tier arm to decide on")
+        return VerdictResult("hold", recommended, "the scenario has no tier arm that ran to decide on")
     first = breaker.reasons[0] if breaker.reasons else breaker.decision
-    if breaker.decision in ("no-go", "failed"):
-        return VerdictResult("no-go", recommended, f"keep {recommended}: {breaker.name} is {breaker.decision} "
+    if breaker.decision == "no-go":
+        return VerdictResult("no-go", recommended, f"keep {recommended}: {breaker.name} is no-go ({first})")
+    if breaker.decision == "slo-unmet":
+        return VerdictResult("slo-unmet", recommended, f"the SLO is not met by any arm: {first}")
+    if breaker.decision == "failed":
+        return VerdictResult("hold", recommended, f"keep {recommended} for now: {breaker.name} could not be judged "
                              f"({first})")
     return VerdictResult("hold", recommended, f"keep {recommended} for now: {breaker.name} is {breaker.decision} "
                          f"({first})")

@@ -1,7 +1,8 @@
 """The 'is offload the wrong optimisation?' screen, computed from the baseline before any verdict.
 
 Items: GPU memory is the limit (KV usage, preemptions); prefixes come back (reuse in the traffic); promoting a
-typical reused prefix over the host link fits the TTFT budget; host memory is not already contended (checks);
+typical reused prefix over the host link fits the TTFT budget; host memory is not already contended (checks, and
+the baseline's host telemetry: memory available, disk-tier device busy time);
 prefix caching is on.
 """
 
@@ -80,13 +81,19 @@ def _promotion_cost(scenario: Scenario, typical_prefix_tokens: float | None) -> 
     return FitItem(name="promotion-fits-ttft-budget", status="pass", evidence=text)
 
 
-def _host_contention(checks: Sequence[CheckItem]) -> FitItem:
+def _host_contention(checks: Sequence[CheckItem], base: ArmSummary | None = None) -> FitItem:
+    from harness.telemetry.fit import host_contention
+
     items = [c for c in checks if c.name == "host-headroom"]
     if not items:
-        return FitItem(name="host-memory-not-contended", status="pass", evidence="no CPU tier needs host memory")
-    worst = max(items, key=lambda c: {"ok": 0, "warn": 1, "error": 2}[c.level])
-    status = "pass" if worst.level == "ok" else "warn"
-    return FitItem(name="host-memory-not-contended", status=status, evidence=worst.message)
+        warn, evidence = False, "no CPU tier needs host memory"
+    else:
+        worst = max(items, key=lambda c: {"ok": 0, "warn": 1, "error": 2}[c.level])
+        warn, evidence = worst.level != "ok", worst.message
+    seen = host_contention(base)  # measured during the baseline (host telemetry), where it was sampled
+    if seen is not None:
+        warn, evidence = warn or seen[0] == "warn", f"{evidence}; {seen[1]}"
+    return FitItem(name="host-memory-not-contended", status="warn" if warn else "pass", evidence=evidence)
 
 
 def fit_screen(scenario: Scenario, base: ArmSummary | None, checks: Sequence[CheckItem],
@@ -99,7 +106,7 @@ def fit_screen(scenario: Scenario, base: ArmSummary | None, checks: Sequence[Che
         items.append(FitItem(name="gpu-memory-is-the-limit", status="unknown", evidence="the baseline has no steps"))
     items.append(_reuse(*reuse))
     items.append(_promotion_cost(scenario, typical_prefix_tokens))
-    items.append(_host_contention(checks))
+    items.append(_host_contention(checks, base))
     if scenario.engine.enable_prefix_caching:
         items.append(FitItem(name="prefix-caching-tried-first", status="pass",
                              evidence="GPU prefix caching is on in every arm"))

@@ -28,6 +28,8 @@ from harness.rollout.manifest import new_manifest
 from harness.rollout.signals import cancel_on_signals
 from harness.rundir import RunDir, new_run_id
 from harness.summary import CheckItem, Summary
+from harness.validate.gate import validation_gate
+from harness.validate.runner import ValidateOptions
 
 EXIT_INTERRUPTED = 4
 EXIT_FAILED = 4
@@ -45,6 +47,7 @@ class RunOptions:
     overrides: tuple[str, ...] = ()
     host: HostFacts | None = None
     write_reports: bool = True
+    validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
 
 
 @dataclass
@@ -147,6 +150,11 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
     problem = _workload_problem(scenario, _scenario_dir(manifest))
     if problem is not None:
         return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+    if opts.validate is not None:
+        items, problem = validation_gate(scenario, opts.validate, run.root, say)
+        checks += items
+        if problem is not None:
+            return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
     ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
                      secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
                      scenario_dir=_scenario_dir(manifest))
@@ -211,7 +219,30 @@ def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set
             results.append(result)
             if result.status == "failed" and index == 0:
                 ctx.say("the baseline failed: no comparison is possible; stopping")
-                break
+                return None
+        return _run_noise_floor(ctx, scenario, finished, done_steps, checks)
+    return None
+
+
+def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], done_steps: dict[str, int],
+                     checks: list[CheckItem]) -> RunResult | None:
+    """The baseline's configuration again, last (A/A), when ``rules.noise_floor.rerun_baseline`` asks for it."""
+    from harness.rollout.noise import aa_name
+
+    if not scenario.rules.noise_floor.rerun_baseline:
+        return None
+    base = scenario.arms[0]
+    rerun = base.model_copy(update={"name": aa_name(base.name)})
+    if rerun.name in finished:
+        return None
+    ctx.say(f"[{rerun.name}] re-running the baseline's configuration to measure the noise floor (A/A)")
+    try:
+        ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0)).run()
+    except ArmInterrupted:
+        ctx.record_arm(rerun.name, "interrupted")
+        return RunResult(ctx.run.root, EXIT_INTERRUPTED, checks=checks,
+                         message="interrupted during the A/A re-run; resume with "
+                         f"`harness run --resume {ctx.run.root}`")
     return None
 
 

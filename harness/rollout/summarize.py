@@ -16,10 +16,12 @@ import pandas as pd
 from harness.config import load_scenario
 from harness.config.scenario import Scenario
 from harness.rollout import journal
-from harness.rollout.decide import decide_arm, verdict
+from harness.rollout.causal import fit_rule
+from harness.rollout.decide import decide_arm, mark_shared, verdict
 from harness.rollout.drill_summary import drill_results
 from harness.rollout.fit import fit_screen, reuse_share
-from harness.rollout.rule_eval import evaluate_arm_rules
+from harness.rollout.noise import noise_floor, statistics_note
+from harness.rollout.rule_eval import ArmData, evaluate_arm_rules
 from harness.rundir import RunDir
 from harness.summary import (
     ArmFailure,
@@ -27,9 +29,13 @@ from harness.summary import (
     CheckItem,
     ClientHealth,
     LaunchRecord,
+    LoadTime,
+    RuleResult,
     StepSummary,
     Summary,
+    WindowPoint,
 )
+from harness.telemetry.steps import attach_host
 
 
 def _journaled_requests(df: pd.DataFrame, steps: list[dict[str, Any]]) -> pd.DataFrame:
@@ -98,7 +104,8 @@ def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, 
         span = spans.get(step.index)
         if span is None:
             continue
-        server, hits = step_server_stats(series, catalog, int(span["start_ns"]), int(span["end_ns"]), offload=offload)
+        server, hits = step_server_stats(series, catalog, int(span["start_ns"]), int(span["end_ns"]), offload=offload,
+                                         tiered=has_disk)
         server.missing = _expected(server.missing, has_disk)
         hits.missing = _expected(hits.missing, has_disk)
         step.server, step.hit_tokens = server, hits
@@ -112,6 +119,30 @@ def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
     cached = pd.to_numeric(df["cached_tokens"], errors="coerce").dropna()
     cached = cached[cached > 0]
     return float(cached.median()) if len(cached) else None
+
+
+def _steps_with_spans(steps: list[StepSummary], spans: dict[int, dict[str, Any]], arm: str,
+                      warnings: list[str]) -> None:
+    """Client health, planned duration and early stops from the step journal."""
+    for step in steps:
+        span = spans.get(step.index)
+        if span is None:
+            continue
+        if span.get("client"):
+            step.client = ClientHealth.model_validate(span["client"])
+            if step.client.saturated:
+                warnings.append(f"{arm} step {step.index}: load generator saturated ({step.client.note})")
+        planned = span.get("planned_duration_s")
+        step.planned_duration_s = float(planned) if isinstance(planned, int | float) else None
+        step.ended_early = bool(span.get("ended_early"))
+        step.stop_reason = str(span["stop_reason"]) if span.get("stop_reason") else None
+
+
+def _load_time(arm_steps: list[list[StepSummary]]) -> LoadTime:
+    steps = [s for group in arm_steps for s in group]
+    planned = sum(s.planned_duration_s if s.planned_duration_s is not None else s.duration_s for s in steps)
+    return LoadTime(planned_s=round(planned, 3), used_s=round(sum(s.duration_s for s in steps), 3),
+                    steps_ended_early=sum(1 for s in steps if s.ended_early), steps=len(steps))
 
 
 def rebuild_summary(run_dir: Path) -> Summary:
@@ -128,51 +159,49 @@ def rebuild_summary(run_dir: Path) -> Summary:
     step_entries = [e for e in journal.read(run.steps) if not e.get("drill")]
     raw_df = load_requests(run.root)
     df = derive_latencies(raw_df)
-    df = _journaled_requests(df, [e for e in step_entries if int(e["step"]) >= 0])
     spans_all = [e for e in step_entries if int(e["step"]) >= 0]
-    tables = analyze_arms(df, scenario.slo, scenario.rules.window_s, steps=spans_all) if not df.empty else {}
-    arms: list[ArmSummary] = []
-    all_missing: list[str] = []
+    df = _journaled_requests(df, spans_all)
+    confidence = scenario.rules.confidence
+    tables = analyze_arms(df, scenario.slo, scenario.rules.window_s, steps=spans_all,
+                          confidence=confidence) if not df.empty else {}
     warnings: list[str] = []
-    prev_breaches: set[str] = set()
-    for index, arm in enumerate(scenario.arms):
-        ran, failure, _info = _arm_status(events, arm.name)
-        arm_df = df[df["arm"] == arm.name] if not df.empty else df
-        spans = {int(e["step"]): e for e in step_entries if e["arm"] == arm.name and int(e["step"]) >= 0}
+    missing: list[str] = []
+    data: list[ArmData] = []
+    wins_by_arm: dict[str, list[WindowPoint]] = {}
+    for arm in scenario.arms:
         table = tables.get(arm.name)
         steps = table.steps if table is not None else []
-        for step in steps:
-            span = spans.get(step.index)
-            if span is not None and span.get("client"):
-                step.client = ClientHealth.model_validate(span["client"])
-                if step.client.saturated:
-                    warnings.append(f"{arm.name} step {step.index}: load generator saturated ({step.client.note})")
-        offload = arm.tier != "gpu-only"
-        all_missing += _server_side(run, scenario, arm.name, offload, bool(arm.fs_tiers()), steps, spans)
-        wins = table.windows if table is not None else []
-        base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
-        prev = arms[-1] if arms else None
-        rules, wins, breaches = evaluate_arm_rules(scenario, arm, index, arm_df, base_df, wins, steps,
-                                                   prev.steps if prev else [], prev.name if prev else None)
-        decision, reasons = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(steps),
-                                       rules=rules, prev_budget_breaches=prev_breaches,
-                                       prev_name=prev.name if prev else None)
-        prev_breaches = breaches
-        arms.append(ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
-                               cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
-                               launch=_launch_record(manifest, arm.name, run,
-                                                     scenario.engine_for(arm).effective_launcher),
-                               steps=steps, rules=rules, windows=wins, failure=failure))
-    base_df = df[df["arm"] == scenario.arms[0].name] if not df.empty else df
-    hash_lists = base_df["hash_ids"].tolist() if "hash_ids" in base_df else []
-    fit = fit_screen(scenario, arms[0] if arms else None, checks, reuse_share(hash_lists),
+        spans = {int(e["step"]): e for e in step_entries if e["arm"] == arm.name and int(e["step"]) >= 0}
+        _steps_with_spans(steps, spans, arm.name, warnings)
+        missing += _server_side(run, scenario, arm.name, arm.tier != "gpu-only", bool(arm.fs_tiers()), steps, spans)
+        attach_host(run.metrics_dir(arm.name), steps, spans)  # host telemetry per step (harness.telemetry)
+        data.append(ArmData(arm.name, df[df["arm"] == arm.name] if not df.empty else df, steps))
+        wins_by_arm[arm.name] = table.windows if table is not None else []
+    floor = noise_floor(scenario, tables, data[0], df, confidence)
+    looks = scenario.steps.sequential.looks if scenario.steps.sequential.enabled else 1
+    floors = floor.per_step if floor is not None else None
+    evaluated = []
+    for index, arm in enumerate(scenario.arms):
+        prev = data[index - 1] if index > 0 else None
+        rules, wins, breaches = evaluate_arm_rules(scenario, arm, index, data[index], data[0], prev,
+                                                   wins_by_arm[arm.name], looks=looks, floors=floors)
+        evaluated.append((rules, wins, breaches))
+    base_summary = _arm_summary(scenario, 0, events, manifest, run, data[0], evaluated[0], [])
+    fit = fit_screen(scenario, base_summary, checks, reuse_share(_hash_lists(data[0].df)),
                      _typical_prefix_tokens(df[df["arm"] != scenario.arms[0].name] if not df.empty else df))
+    fit_results = [fit_rule(fit)] if scenario.rules.fit_screen_decides else []
+    arms = [base_summary]
+    for index in range(1, len(scenario.arms)):
+        shared = evaluated[0][2] | evaluated[index - 1][2]
+        arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
+                                 fit_results, shared))
     outcome = verdict(arms)
     all_df = derive_latencies(raw_df) if scenario.drills else df
     drills = drill_results(run.root, scenario, all_df)
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
                         "did not carry over into the resumed steps")
+    extra_steps = [floor.steps] if floor is not None else []
     return Summary(
         run_id=manifest["run_id"], scenario=scenario.name, scenario_hash=manifest.get("scenario_hash", ""),
         engine=scenario.engine.kind, model=scenario.engine.model, simulated=scenario.engine.kind == "sim",
@@ -180,9 +209,30 @@ def rebuild_summary(run_dir: Path) -> Summary:
         verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,
         slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks, drills=drills,
-        warnings=warnings, missing_metrics=sorted(set(all_missing)), host=manifest.get("host", {}),
+        noise_floor=floor, load_time=_load_time([a.steps for a in arms] + extra_steps),
+        statistics=statistics_note(scenario, looks),
+        warnings=warnings, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),
         versions=manifest.get("versions", {}), files=_files(run),
     )
+
+
+def _hash_lists(base_df: pd.DataFrame) -> list[Any]:
+    return base_df["hash_ids"].tolist() if "hash_ids" in base_df else []
+
+
+def _arm_summary(scenario: Scenario, index: int, events: list[dict[str, Any]], manifest: dict[str, Any],
+                 run: RunDir, data: ArmData, evaluated: tuple[list[RuleResult], list[WindowPoint], set[str]],
+                 extra_rules: list[RuleResult], shared: set[str] | None = None) -> ArmSummary:
+    arm = scenario.arms[index]
+    ran, failure, _info = _arm_status(events, arm.name)
+    rules, wins, _breaches = evaluated
+    rules = mark_shared([*rules, *extra_rules], shared or set()) if index > 0 else rules
+    decision, reasons = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(data.steps),
+                                   rules=rules, prev_name=scenario.arms[index - 1].name if index > 0 else None)
+    return ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
+                      cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
+                      launch=_launch_record(manifest, arm.name, run, scenario.engine_for(arm).effective_launcher),
+                      steps=data.steps, rules=rules, windows=wins, failure=failure)
 
 
 def _finished_at(events: list[dict[str, Any]]) -> str:

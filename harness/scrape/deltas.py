@@ -63,6 +63,16 @@ class HistogramDelta:
             lower, below = bound, cum
         return None
 
+    def rank_bounds(self, rank: int) -> tuple[float | None, float | None]:
+        """(lower, upper) edge of the bucket holding the ``rank``-th smallest observation (1-based); an upper edge of
+        +Inf is None (unbounded)."""
+        lower = 0.0
+        for bound, cum in zip(self.bounds, self.counts, strict=True):
+            if cum >= rank:
+                return lower, None if math.isinf(bound) else bound
+            lower = bound
+        return lower, None
+
     def mean(self) -> float | None:
         """Mean observation, or None without observations."""
         return self.total / self.count if self.count > 0 else None

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from harness.analysis.intervals import DEFAULT_CONFIDENCE, quantile_ranks
 from harness.scrape.catalog import Catalog
 from harness.scrape.deltas import HistogramDelta
 from harness.scrape.quantities import QuantityValue, scrapes_in_step, step_quantities
 from harness.scrape.series import ScrapeSeries, load_scrapes, series_from_bodies
 from harness.scrape.tier_health import step_tier_health
 from harness.scrape.tier_model import TierHealth
-from harness.summary import HitTokens, Percentiles, ServerStep
+from harness.summary import HitTokens, Percentiles, QuantileCI, ServerStep
 
 __all__ = ["ScrapeSeries", "describe_missing", "load_scrapes", "series_from_bodies", "server_percentiles",
            "step_server_stats"]
@@ -42,8 +43,22 @@ def server_percentiles(hist: HistogramDelta | None, *, to_ms: float = 1000.0) ->
     def ms(value: float | None) -> float | None:
         return None if value is None else value * to_ms
 
+    n = round(hist.count)
+
+    def ci(q: float) -> QuantileCI | None:
+        """Order-statistic ranks mapped to bucket edges: distribution-free, as wide as the buckets make it."""
+        if n <= 0:
+            return None
+        ranks = quantile_ranks(n, q, DEFAULT_CONFIDENCE)
+        lo = ms(hist.rank_bounds(ranks.lower)[0]) if ranks.lower >= 1 else None
+        hi = ms(hist.rank_bounds(ranks.upper)[1]) if ranks.upper <= n else None
+        note = None if lo is not None and hi is not None else f"unresolved: {n} observations (or an open top bucket)"
+        return QuantileCI(lo=lo, hi=hi, resolved=note is None, n=n, note=note)
+
     return Percentiles(p50=ms(hist.quantile(0.50)), p95=ms(hist.quantile(0.95)), p99=ms(hist.quantile(0.99)),
-                       mean=ms(hist.mean()), count=round(hist.count))
+                       mean=ms(hist.mean()), count=n, p50_ci=ci(0.50), p95_ci=ci(0.95), p99_ci=ci(0.99),
+                       confidence=DEFAULT_CONFIDENCE,
+                       method="order statistics mapped to the server histogram's bucket edges")
 
 
 def _listed(value: QuantityValue, catalog: Catalog, offload: bool) -> bool:

@@ -81,7 +81,9 @@ def test_vllm_cpu_smoke(tmp_path: Path) -> None:
     assert VLLM_CPU_OFFLOAD_ERROR in said, said[-3000:]
     assert "--kv-offloading-size" in cpu["launch"]["command"]
 
-    assert summary["verdict"] in ("no-go", "hold")
+    # a tier that could not start could not be judged: hold (exit 3), never reported as harm (no-go)
+    assert summary["verdict"] == "hold" and summary["exit_code"] == 3, summary["verdict_reason"]
+    assert "could not be judged" in summary["verdict_reason"]
     for name in ("summary.md", "report.html"):
         assert (run_dir / name).stat().st_size > 0, name
     assert VLLM_CPU_OFFLOAD_ERROR in (run_dir / "logs" / "cpu-1g.log").read_text()

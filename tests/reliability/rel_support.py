@@ -35,6 +35,8 @@ def make_scenario(path: Path, tier_root: Path, *, arms: tuple[str, ...] = ("base
     data["engine"]["readiness_timeout_s"] = 30
     data["steps"] = dict(FAST_STEPS)
     data["drills"] = drills or []
+    data["engine"].pop("sim_noise", None)  # deterministic timings unless a test asks for noise
+    data["rules"]["noise_floor"] = {"rerun_baseline": False}  # no A/A re-run unless a test asks for it
     by_name = {a["name"]: a for a in data["arms"]}
     chosen = []
     for name in arms:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from harness.rollout import journal
 
-EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4}
+EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "400"}  # no wrapped progress lines
 READY = re.compile(r"ready after [0-9.]+ s at (?P<url>http://[0-9.:]+)")
 
@@ -121,6 +121,6 @@ def test_sigterm_then_ctrl_c_then_resume_completes(scenario: Callable[..., Path]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert len(manifest["resumed"]) == 2
     spans = [e for e in journal.read(run_dir / "steps.jsonl") if e["step"] >= 0]
-    assert len(spans) == 1, "the step is journaled once, when it completed"
+    assert len(spans) == 1, f"the step is journaled once, when it completed: {spans}"
     step = summary["arms"][0]["steps"][0]
     assert step["requests"] == spans[0]["requests"] > 0, "requests of the interrupted attempts are not counted"

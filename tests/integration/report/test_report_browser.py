@@ -122,6 +122,38 @@ def test_demo_report_in_chromium(browser: Browser, demo_run: Path, tmp_path: Pat
         page.close()
 
 
+def test_report_shows_intervals_n_and_marks_unresolved(browser: Browser, demo_run: Path, tmp_path: Path) -> None:
+    visit = _open(browser, demo_run / "report.html")
+    page = visit.page
+    try:
+        assert visit.errors == []
+        legend = page.locator("#stats-legend")
+        assert legend.is_visible() and "95% confidence interval" in legend.inner_text()
+        arms = page.locator("#arm-1-cpu")
+        cells = arms.locator("td.pc")
+        texts = [t.replace("\n", " ") for t in cells.all_inner_texts()]
+        assert any("1,720 ms" in t and "[1,580–1,924]" in t and "n=907" in t for t in texts), texts
+        unresolved = arms.locator("td.pc.unres").first
+        assert unresolved.is_visible()
+        text = unresolved.inner_text().replace("\n", " ")
+        assert text.startswith("≥ ") and "n=216, unresolved" in text
+        assert "sample p99" in (unresolved.get_attribute("title") or "")
+        colour = unresolved.locator(".v").evaluate("e => getComputedStyle(e).color")
+        style = unresolved.locator(".v").evaluate("e => getComputedStyle(e).fontStyle")
+        assert colour == "rgb(138, 90, 0)" and style == "italic"  # not the ink colour of a resolved figure
+        pill = page.locator(".pill.s-unresolved").first
+        pass_bg = page.locator(".pill.s-pass").first.evaluate("e => getComputedStyle(e).backgroundImage")
+        assert "gradient" in pill.evaluate("e => getComputedStyle(e).backgroundImage") and pass_bg == "none"
+        assert page.locator("section#noise-floor").is_visible()
+        assert "sequential steps saved 8% of load time" in page.locator("#load-time").inner_text()
+        assert page.locator(".pill.early").count() == 2
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 1280, "interval lines wrap instead of widening the tables"
+        page.locator("#arm-1-cpu").screenshot(path=str(tmp_path / "cpu-arm.png"))
+    finally:
+        page.close()
+
+
 def test_print_stylesheet_and_pdf(browser: Browser, demo_run: Path, tmp_path: Path) -> None:
     visit = _open(browser, demo_run / "report.html", media="print")
     page = visit.page

@@ -31,6 +31,8 @@ def short_scenario(tmp_path: Path) -> Callable[..., Path]:
 
     def make(name: str = "short", drop_drills: bool = True, **over: object) -> Path:
         data = yaml.safe_load(Path("scenarios/demo-sim.yaml").read_text())
+        data["engine"].pop("sim_noise", None)  # deterministic timings unless a test asks for noise
+        data["rules"]["noise_floor"] = {"rerun_baseline": False}  # no A/A re-run unless a test asks for it
         data = _merge(data, SHORT)
         data = _merge(data, over)  # type: ignore[arg-type]
         if drop_drills:

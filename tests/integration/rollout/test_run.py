@@ -17,7 +17,7 @@ import pytest
 
 from harness.rollout.orchestrator import RunOptions, run_rollout
 
-EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4}
+EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 
 
 def _children_named(fragment: str) -> list[psutil.Process]:
@@ -39,7 +39,7 @@ def test_run_writes_summary_with_decisions_for_every_arm(short_scenario: Callabl
     assert [a["name"] for a in summary["arms"]] == ["baseline", "cpu-16g", "cpu-16g-disk"]
     assert summary["arms"][0]["decision"] == "baseline"
     for arm in summary["arms"]:
-        assert arm["decision"] in {"baseline", "go", "hold", "no-go", "failed"}
+        assert arm["decision"] in {"baseline", "go", "hold", "no-go", "slo-unmet", "failed"}
         assert arm["reasons"], arm
         assert len(arm["steps"]) == 2
         for step in arm["steps"]:

@@ -43,9 +43,13 @@ def test_latency_chart_draws_slo_budget_labels(sample: Summary) -> None:
 
 def test_windows_chart_marks_breaches(sample: Summary) -> None:
     svg = str(windows_chart(sample).svg)
-    assert "breached window" in svg
-    # one shaded span per breached window and metric: the sample breaches TTFT on two arms and ITL on one
-    assert svg.count("fill: #d55e00; opacity: 0.18") >= 12
+    assert "breached window" in svg and "unresolved window" in svg
+    # one shaded span per breached window and metric
+    breached = sum(1 for arm in sample.arms for w in arm.windows for m in ("ttft", "itl")
+                   if any(m in b for b in w.breached))
+    assert breached >= 5
+    assert svg.count("fill: #d55e00; opacity: 0.18") == breached
+    assert "<pattern" in svg  # hatched unresolved windows
 
 
 def test_charts_without_data_say_why(sample: Summary) -> None:
@@ -98,3 +102,36 @@ def test_trend_chart() -> None:
     empty = trend_chart("trend-y", "t", ["r1"], [TrendSeries("cpu", [None])])
     assert empty.svg is None
     assert empty.note
+
+
+def _log_scale(sample: Summary) -> Summary:
+    """The sample with a 100x spread of TTFT, so the latency chart uses a log axis."""
+    arms = list(sample.arms)
+    steps = list(arms[0].steps)
+    steps[0] = steps[0].model_copy(update={"ttft_ms": steps[0].ttft_ms.model_copy(update={"p50": 3.0})})
+    arms[0] = arms[0].model_copy(update={"steps": steps})
+    return sample.model_copy(update={"arms": arms})
+
+
+def test_no_raw_mathtext_in_any_chart(sample: Summary) -> None:
+    log_sample = _log_scale(sample)
+    charts = [*build_charts(sample), latency_chart(log_sample)]
+    assert 'transform="scale' in str(charts[-1].svg) or charts[-1].svg is not None
+    for chart in charts:
+        svg = str(chart.svg)
+        assert "$" not in svg, chart.name
+        assert "mathdefault" not in svg, chart.name
+        assert "^{" not in svg, chart.name
+    ticks = re.findall(r">([0-9][0-9,.]*)</text>", str(charts[-1].svg))
+    assert "1,000" in ticks and "10" in ticks  # plain decade labels on the log axis
+
+
+def test_latency_chart_draws_intervals_and_open_markers_for_unresolved(sample: Summary) -> None:
+    svg = str(latency_chart(sample).svg)
+    assert "95% interval" in svg and "unresolved: at least" in svg
+    # the c4 p99s are unresolved: drawn as open (white-filled) triangles, not as points on the line
+    assert svg.count("fill: #ffffff") >= 6
+    resolved_only = sample.model_copy(update={"arms": [a.model_copy(update={"steps": a.steps[1:]})
+                                                       for a in sample.arms]})
+    ttft_only = str(latency_chart(resolved_only).svg)
+    assert ttft_only.count("fill: #ffffff") < svg.count("fill: #ffffff")

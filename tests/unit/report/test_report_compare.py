@@ -40,8 +40,11 @@ def test_changes_and_ratios() -> None:
     assert "verdict: go → no-go; recommended: cpu → none" in lines
     assert "arm cpu: go → no-go *" in lines
     assert any("scenario hashes differ" in line for line in lines)
-    assert any(line.startswith("  c32: p99 TTFT 1,720 ms → 3,440 ms (2.00x) *") for line in lines)
-    assert any("hit rate 77.0% → — (n/a) *" in line for line in lines)
+    assert "  c32:" in lines
+    assert any(line.startswith("    p99 TTFT   1,720 ms [1,580–1,924] n=907 → 3,440 ms") and
+               line.endswith("(B/A 2.00x) *") for line in lines)
+    assert any("hit rate   77.0% → — (B/A n/a) *" in line for line in lines)
+    assert any(line.startswith("ratio intervals: summaries only") for line in lines)
 
 
 def test_arms_and_steps_present_on_one_side_only() -> None:
@@ -63,3 +66,13 @@ def test_zero_baseline_gives_no_ratio() -> None:
     arms[0] = arms[0].model_copy(update={"steps": steps})
     cmp = compare_summaries(a.model_copy(update={"arms": arms}), a)
     assert cmp.arms[0].steps[0].ttft_p99_ms.ratio is None
+
+
+def test_unresolved_percentiles_are_marked_not_compared() -> None:
+    s = sample_summary()
+    cmp = compare_summaries(s, s)
+    c4 = cmp.arms[1].steps[0]
+    assert c4.ttft_p99_ms.unresolved and not c4.ttft_p99_ms.changed
+    lines = comparison_lines(cmp)
+    assert any(line.startswith("    p99 TTFT   ≥ 321 ms (n=216, unresolved) → ≥ 321 ms (n=216, unresolved) "
+                               "(B/A unresolved (point 1.00x)) ?") for line in lines)

@@ -131,3 +131,37 @@ def test_verdict_titles() -> None:
     assert verdict_title(base.model_copy(update={"verdict": "hold"})).startswith("HOLD")
     assert verdict_title(base.model_copy(update={"verdict": "no-go"})) == "NO-GO: keep the baseline"
     assert verdict_title(base.model_copy(update={"verdict": "failed"})) == "RUN FAILED"
+
+
+def test_percentiles_show_interval_and_n_and_unresolved_ones_are_marked(demo: tuple[Summary, str]) -> None:
+    _, html = demo
+    assert "<span>[1,580–1,924]</span> <span>n=907</span>" in html  # cpu c32 p99 TTFT
+    cell = re.search(r'<td class="n pc unres" title="sample p99 390 ms; unresolved[^"]*">'
+                     r'<span class="v">≥ 321 ms</span><span class="ci"><span>n=216, unresolved</span>', html)
+    assert cell is not None  # cpu c4 p99 TTFT: only a lower bound
+    assert ">390 ms<" not in html  # the unresolved sample p99 is never shown as a figure
+    assert 'id="stats-legend"' in html and "order-statistic (exact binomial, distribution-free)" in html
+
+
+def test_rules_show_evidence_and_unresolved_is_distinct(demo: tuple[Summary, str]) -> None:
+    _, html = demo
+    assert '<tr class="r-unresolved">' in html and 'class="pill s-unresolved">unresolved<' in html
+    assert "0.65x [0.59–0.72]" in html and "vs 1.10x" in html
+    assert "shared with baseline" in html
+    assert "s-inconclusive" not in html and "inconclusive" not in html.split("<style>")[1].split("</style>")[0]
+
+
+def test_noise_floor_load_time_and_early_steps(demo: tuple[Summary, str]) -> None:
+    _, html = demo
+    assert 'id="noise-floor"' in html and "1.06x [1.01–1.11]" in html
+    assert "499 s of 540 s planned; sequential steps saved 8% of load time (2 of 9 steps ended early)" in html
+    assert "<strong>c32</strong> ended early at 41 s of 60 s planned: decision settled" in html
+    assert html.count('class="pill early">ended early<') == 2
+
+
+def test_slo_unmet_banner_is_its_own() -> None:
+    unmet = sample_summary().model_copy(update={"verdict": "slo-unmet", "exit_code": 5, "recommended_arm": None})
+    html = render_html(unmet, None)
+    assert '<header class="banner v-slo-unmet"' in html
+    assert "SLO UNMET: every arm breaks the same budget, the baseline included" in html
+    assert ".banner.v-slo-unmet" in html

@@ -84,3 +84,20 @@ def test_empty_and_missing_results(tmp_path: Path) -> None:
     assert "No readable runs yet." in written["html"].read_text()
     with pytest.raises(ReportInputError, match="not a directory"):
         write_index(tmp_path / "nope")
+
+
+def test_index_shows_p99_with_interval_and_n(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    entries, _ = scan_runs(results)
+    demo = next(e for e in entries if e.run_dir == "demo-sim")
+    ci = demo.ttft_p99_ci["cpu"]
+    assert ci is not None and ci.resolved and ci.n == 907 and demo.ttft_p99_count["cpu"] == 907
+    write_index(results)
+    html = (results / "index.html").read_text()
+    assert "cpu: <span class=\"v\">1,720 ms [1,580–1,924] n=907</span>" in html
+    assert 'id="stats-legend"' in html
+    data = json.loads((results / "index.json").read_text())
+    run = next(r for r in data["runs"] if r["run_dir"] == "demo-sim")
+    assert run["ttft_p99_ci"]["cpu"]["n"] == 907
+    for chart in scenario_trends(entries):
+        assert "$" not in str(chart.chart.svg) and "mathdefault" not in str(chart.chart.svg)

@@ -57,10 +57,65 @@ def test_go_run_with_a_held_arm_has_no_failures() -> None:
     assert root.get("failures") == "0" and root.get("errors") == "0"
     held = _case(root, "arm tiered", "decision").find("skipped")
     assert held is not None and held.get("message", "").startswith("hold: ")
-    breach = _case(root, "arm tiered", "rule ttft-p99-budget @ c32").find("skipped")
+    breach = _case(root, "arm tiered", "rule drill:storage_pressure").find("skipped")
     assert breach is not None and "did not fail the arm (decision hold)" in breach.get("message", "")
-    inconclusive = _case(root, "arm tiered", "rule earns-keep").find("skipped")
-    assert inconclusive is not None and inconclusive.get("message", "").startswith("inconclusive: ")
+    unresolved = _case(root, "arm tiered", "rule earns-keep @ c32").find("skipped")
+    assert unresolved is not None
+    assert unresolved.get("message", "").startswith("unresolved (could not be judged, not a pass): 1.04x [0.97–1.11]"
+                                                    " vs 1.11x")
+
+
+def test_unresolved_rule_is_skipped_with_interval_never_a_silent_pass() -> None:
+    root = _parse(render_junit(sample_summary()))
+    case = _case(root, "arm cpu", "rule ttft-p99-vs-baseline @ c4")
+    skipped = case.find("skipped")
+    assert skipped is not None and "unresolved (point 0.93x)" in skipped.get("message", "")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["status"] == "unresolved" and props["interval_resolved"] == "false" and props["threshold"] == "1.1"
+    passed = _case(root, "arm cpu", "rule ttft-p99-vs-baseline @ c32")
+    assert passed.find("skipped") is None and passed.find("failure") is None
+    assert (passed.findtext("system-out") or "").startswith("0.65x [0.59–0.72] vs 1.10x: ")
+
+
+def test_shared_breach_is_not_a_failure_of_the_tier() -> None:
+    base = sample_summary()
+    arms = [a.model_copy(update={"decision": "no-go"}) if a.name == "tiered" else a for a in base.arms]
+    root = _parse(render_junit(base.model_copy(update={"arms": arms})))
+    shared = _case(root, "arm tiered", "rule ttft-p99-budget @ c32")
+    assert shared.find("failure") is None
+    skipped = shared.find("skipped")
+    assert skipped is not None and "shared with the baseline" in skipped.get("message", "")
+
+
+def test_slo_unmet_fails_the_slo_case_not_the_tiers() -> None:
+    base = sample_summary()
+    arms = [a.model_copy(update={"decision": "slo-unmet"}) if a.name != "gpu-only" else a for a in base.arms]
+    unmet = base.model_copy(update={"verdict": "slo-unmet", "exit_code": 5, "recommended_arm": None, "arms": arms,
+                                    "verdict_reason": "every arm breaks the 2000 ms p99 TTFT budget at c32"})
+    root = _parse(render_junit(unmet))
+    slo = _case(root, "run", "slo").find("failure")
+    assert slo is not None and slo.get("message", "").startswith("slo-unmet: every arm, the baseline included")
+    assert "ttft p99 2,000 ms" in slo.get("message", "")
+    assert _case(root, "run", "verdict").find("failure") is None
+    for arm in ("cpu", "tiered"):
+        decision = _case(root, f"arm {arm}", "decision")
+        assert decision.find("failure") is None and decision.find("skipped") is not None
+    assert root.get("failures") == "1"
+    ok = _parse(render_junit(base))
+    assert _case(ok, "run", "slo").find("failure") is None
+
+
+def test_decision_output_carries_percentiles_with_intervals() -> None:
+    root = _parse(render_junit(sample_summary()))
+    out = _case(root, "arm cpu", "decision").findtext("system-out") or ""
+    assert "c4: p99 TTFT ≥ 321 ms (n=216, unresolved)" in out
+    assert "c32: p99 TTFT 1,720 ms [1,580–1,924] n=907" in out
+    assert "ended early at 41 s" in out
+    suite = next(s for s in root.iter("testsuite") if s.get("name") == "arm cpu")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties") or []}
+    assert props["ttft_p99"] == "1,720 ms [1,580–1,924] n=907" and props["ttft_p99_resolved"] == "true"
+    stats = _case(root, "run", "statistics").findtext("system-out") or ""
+    assert "sequential steps saved 8% of load time" in stats and "noise floor" in stats
 
 
 def test_dry_run_rule_is_property_and_system_out_only() -> None:

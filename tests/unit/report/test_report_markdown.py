@@ -64,3 +64,25 @@ def test_long_summaries_are_compacted_under_the_limit() -> None:
 def test_md_text_escapes_markdown_and_flattens_lines() -> None:
     assert md_text("a|b *c* _d_ [e](f) `g`\nh") == "a\\|b \\*c\\* \\_d\\_ \\[e\\](f) \\`g\\` h"
     assert md_text("bell\x07") == "bell\ufffd"
+
+
+def test_percentiles_carry_intervals_and_unresolved_is_marked() -> None:
+    text = render_markdown(sample_summary())
+    row = next(line for line in text.splitlines() if line.startswith("| cpu |"))
+    assert "1,720 ms \\[1,580–1,924\\] n=907" in row
+    assert "order-statistic (exact binomial, distribution-free)" in text and "a p99 needs 368" in text
+    assert "Load time: 499 s of 540 s planned; sequential steps saved 8% of load time" in text
+    assert "**unresolved** (could not be judged; not a pass) · unresolved (point 0.93x) vs 1.10x" in text
+    assert "### Noise floor (baseline A/A re-run)" in text and "1.06x \\[1.01–1.11\\]" in text
+    assert "### Steps that ended early (sequential)" in text
+    first = sample_summary().arms[1].steps[0]
+    small = sample_summary().model_copy(update={"arms": [a.model_copy(update={"steps": [first]})
+                                                         for a in sample_summary().arms]})
+    assert "≥ 321 ms (n=216, unresolved)" in render_markdown(small)
+
+
+def test_slo_unmet_is_called_out() -> None:
+    unmet = sample_summary().model_copy(update={"verdict": "slo-unmet", "exit_code": 5, "recommended_arm": None})
+    text = render_markdown(unmet)
+    assert text.splitlines()[0].startswith("## SIMULATED · SLO UNMET: every arm breaks the same budget")
+    assert "> **SLO UNMET**: every arm, the baseline included" in text
