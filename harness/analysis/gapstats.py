@@ -10,12 +10,13 @@ buffers: the key array is the only allocation proportional to the number of gaps
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, quantile_ranks
+from harness.analysis.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, ci_from_ranks, quantile_ranks
 from harness.analysis.latency import list_column
 from harness.analysis.prepare import Prepared, WindowLayout
 from harness.summary import Percentiles, QuantileCI
@@ -107,19 +108,14 @@ class GapStats:
                            method=QUANTILE_METHOD + "; sample size = requests, not gaps")
 
 
-def _scaled_ci(n: int, n_eff: int, q: float, confidence: float, value_at: object) -> QuantileCI:
+def _scaled_ci(n: int, n_eff: int, q: float, confidence: float, value_at: Callable[[int], float]) -> QuantileCI:
     """An order-statistic interval computed for ``n_eff`` observations and read off ``n`` sorted values."""
-    assert callable(value_at)
     ranks = quantile_ranks(n_eff, q, confidence)
 
     def pick(rank: int) -> float:
         return float(value_at(max(0, min(n - 1, -(-rank * n // n_eff) - 1))))
 
-    lo = pick(ranks.lower) if ranks.lower >= 1 else None
-    hi = pick(ranks.upper) if ranks.upper <= n_eff else None
-    note = None if lo is not None and hi is not None else \
-        f"unresolved: {n_eff} requests cannot bound p{q * 100:g}" + (f"; at least {lo:.4g}" if lo is not None else "")
-    return QuantileCI(lo=lo, hi=hi, resolved=lo is not None and hi is not None, n=n_eff, note=note)
+    return ci_from_ranks(ranks, q, pick, unit="requests")
 
 
 @dataclass(frozen=True)

@@ -87,17 +87,23 @@ def interval_from_sorted(sorted_values: F64, q: float, confidence: float = DEFAU
         pos = max(0, min(n - 1, math.ceil(rank * n / n_stat) - 1 if n_stat != n else rank - 1))
         return float(sorted_values[pos])
 
-    lo = at(ranks.lower) if ranks.lower >= 1 else None
-    hi = at(ranks.upper) if ranks.upper <= n_stat else None
+    return ci_from_ranks(ranks, q, at)
+
+
+def ci_from_ranks(ranks: Ranks, q: float, value_at: Callable[[int], float], unit: str = "samples") -> QuantileCI:
+    """The interval whose ends are the values at ``ranks`` (1-based; ``value_at`` maps a rank to its value), with
+    the "unresolved" note when the sample cannot bound a side."""
+    lo = value_at(ranks.lower) if ranks.lower >= 1 else None
+    hi = value_at(ranks.upper) if ranks.upper <= ranks.n else None
     pct = f"p{_pct(q)}"
     note = None
     if hi is None and lo is not None:
-        note = f"unresolved: {n_stat} samples cannot bound {pct} from above; at least {lo:.4g}"
+        note = f"unresolved: {ranks.n} {unit} cannot bound {pct} from above; at least {lo:.4g}"
     elif lo is None and hi is not None:
-        note = f"unresolved: {n_stat} samples cannot bound {pct} from below; at most {hi:.4g}"
+        note = f"unresolved: {ranks.n} {unit} cannot bound {pct} from below; at most {hi:.4g}"
     elif lo is None:
-        note = f"unresolved: {n_stat} samples"
-    return QuantileCI(lo=lo, hi=hi, resolved=lo is not None and hi is not None, n=n_stat, note=note)
+        note = f"unresolved: {ranks.n} {unit}"
+    return QuantileCI(lo=lo, hi=hi, resolved=lo is not None and hi is not None, n=ranks.n, note=note)
 
 
 def quantile_interval(values: npt.ArrayLike, q: float, confidence: float = DEFAULT_CONFIDENCE) -> QuantileCI:

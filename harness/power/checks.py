@@ -100,8 +100,8 @@ def power_checks(plan: PowerPlan) -> list[CheckItem]:
     """The warnings (and the all-clear) of the power estimate."""
     out: list[CheckItem] = []
     for kind, rule, items in _families(plan):
-        if all(r.resolved is None for _, r in items):
-            continue
+        if all(r.resolved is None for _, r in items) or not any(r.deciding for _, r in items):
+            continue  # nothing known, or a dry-run rule (reported, never decides: no reason to warn)
         if kind == "regression":
             out.append(_regression(rule, items))
         elif kind == "budget":

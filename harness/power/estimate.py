@@ -162,7 +162,7 @@ def plan_power(scenario: Scenario, given: PowerInput | None = None) -> PowerPlan
         results: list[RuleResolution] = []
         for reg in rules.regression:
             res = _regression(reg, n, regression_alpha(reg.alpha, n_levels, looks), sigmas[reg.metric], given.power)
-            results.append(_fix(res, n, rate.rps, level))
+            results.append(_fix(res, n, rate.rps, level).model_copy(update={"deciding": not reg.dry_run}))
         if rules.earns_keep is not None:
             alpha_keep = keep_alpha(rules.earns_keep.alpha, n_levels, len(rules.earns_keep.measures), looks)
             results += [_fix(r, n, rate.rps, level) for r in _keep(rules.earns_keep, n, alpha_keep, sigmas,

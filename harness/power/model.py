@@ -70,6 +70,7 @@ class RuleResolution(BaseModel):
     ranks: tuple[int, int] | None = None
     sample_percentiles: tuple[float, float] | None = None
     limit: float | None = Field(default=None, description="max_ratio (regression) or min_improvement (keep)")
+    deciding: bool = Field(default=True, description="false for a dry-run rule: reported, never decides")
     detectable_ratio: float | None = Field(default=None, description="lognormal: the smallest true ratio the test "
                                            "flags with the plan's power")
     pass_limit: float | None = Field(default=None, description="lognormal: the smallest limit an unchanged arm "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from harness.analysis.intervals import QUANTILE_METHOD, RATIO_METHOD, quantile_ranks
+from harness.analysis.intervals import QUANTILE_METHOD, RATIO_METHOD, ci_from_ranks, quantile_ranks
 from harness.summary import (
     LoadTime,
     NoiseFloor,
@@ -45,17 +45,7 @@ def quantile_ci(value: float | None, q: float, n: int, sigma: float = _SIGMA_DEF
         shift = _Z.inv_cdf(min(max(rank / (n + 1), 1e-9), 1 - 1e-9)) - _Z.inv_cdf(q)
         return round(value * math.exp(sigma * shift), 2)
 
-    lo = at(ranks.lower) if ranks.lower >= 1 else None
-    hi = at(ranks.upper) if ranks.upper <= n else None
-    pct = f"p{q * 100:g}"
-    note = None
-    if hi is None and lo is not None:
-        note = f"unresolved: {n} samples cannot bound {pct} from above; at least {lo:.4g}"
-    elif lo is None and hi is not None:
-        note = f"unresolved: {n} samples cannot bound {pct} from below; at most {hi:.4g}"
-    elif lo is None:
-        note = f"unresolved: {n} samples"
-    return QuantileCI(lo=lo, hi=hi, resolved=lo is not None and hi is not None, n=n, note=note)
+    return ci_from_ranks(ranks, q, at)
 
 
 def with_intervals(p: Percentiles, n: int | None = None) -> Percentiles:

@@ -143,8 +143,8 @@ def _by_step(rule: BudgetRule, budget_ms: float, steps: Sequence[StepSummary], w
     """The per-step fallback when the windows cannot settle the rule."""
     why = (f"{n_unresolved} of {n_windows} windows could not be judged (too few requests to bound {pct} within a "
            f"{window_s:g} s window)") if n_windows >= rule.breach_windows else \
-        (f"only {n_windows} window(s) of {window_s:g} s were measured, fewer than the {rule.breach_windows} a sustained "
-         "breach needs")
+        (f"only {n_windows} window(s) of {window_s:g} s were measured, fewer than the {rule.breach_windows} a "
+         "sustained breach needs")
     if not steps:
         return result("unresolved", f"{why}; no measured step to judge instead", None)
     lines, above, unsure = [], [], []

@@ -189,3 +189,11 @@ def test_cli_from_run_json() -> None:
     assert code in (0, 2), err
     power = json.loads(out)["power"]
     assert any(s["source"] == "measured" for s in power["steps"]) and power["sigma_source"].startswith("measured")
+
+
+def test_a_dry_run_rule_is_reported_but_never_warned_about() -> None:
+    text = SCENARIO.replace("duration_s: 60, expected_rps: 20", "duration_s: 10, expected_rps: 3").replace(
+        "max_ratio: 1.1}]", "max_ratio: 1.1, dry_run: true}]")
+    power = plan_power(scenario(text))
+    assert any(r.kind == "regression" and not r.deciding for r in power.steps[0].rules)
+    assert not any("regression" in c.message for c in power_checks(power))
