@@ -95,6 +95,13 @@ def _rate(flags: list[bool]) -> str:
     return f"{k}/{n} = {k / n:.0%} [{ci.low:.0%}, {ci.high:.0%}]"
 
 
+def judged(o: Outcome) -> bool:
+    """The rollout measured the tier: neither the baseline nor the tier arm failed (e.g. a server killed from
+    outside); lost runs are counted apart, never as an error or a success of the verdict."""
+    return o.verdict != "failed" and o.decision not in ("failed", "skipped", "error") and \
+        not o.verdict.startswith("error")
+
+
 def table(outcomes: list[Outcome]) -> str:
     """The benchmark's figures (rates with exact 95% binomial intervals)."""
     lines = ["| case | truth | runs judged | verdicts | error rate | go | tail test flags | Mann-Whitney alone | "
@@ -102,10 +109,7 @@ def table(outcomes: list[Outcome]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, info in CASES.items():
         every = [o for o in outcomes if o.case == name]
-        # A run whose arm failed (a server killed from outside, a crash) measured nothing about the tier: it is
-        # counted apart, never as an error or a success of the verdict.
-        mine = [o for o in every if o.verdict not in ("failed",) and o.decision != "failed"
-                and not o.verdict.startswith("error")]
+        mine = [o for o in every if judged(o)]
         lost = len(every) - len(mine)
         if not mine:
             continue
@@ -120,8 +124,8 @@ def table(outcomes: list[Outcome]) -> str:
                      f"{_rate([o.tail_flag for o in mine])} | {_rate([o.mw_flag for o in mine])} | "
                      f"{_rate([o.stat_go for o in mine])} | {used:.0%} | "
                      f"{float(np.mean([o.seconds for o in mine])):.0f} | {lost} |")
-    seq = [o for o in outcomes if o.case == "benefit" and o.decision != "failed"]
-    fixed = [o for o in outcomes if o.case == "benefit-fixed" and o.decision != "failed"]
+    seq = [o for o in outcomes if o.case == "benefit" and judged(o)]
+    fixed = [o for o in outcomes if o.case == "benefit-fixed" and judged(o)]
     if seq and fixed:
         s_used = float(np.mean([o.used_s for o in seq]))
         f_used = float(np.mean([o.used_s for o in fixed]))
