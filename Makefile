@@ -51,7 +51,7 @@ perf: $(STAMP) ## print performance figures (load path, analysis, simulator, rep
 	$(PY) -m harness.perf
 
 DECISION_RUNS ?= 10
-decision-bench: $(STAMP) ## error rates of the verdict over many simulated known-answer rollouts (~1 h; DECISION_RUNS)
+decision-bench: $(STAMP) ## error rates of the verdict over many simulated known-answer rollouts (~1.5 h on 2 cores; DECISION_RUNS)
 	$(PY) -m harness.decision_bench --out $(RESULTS)/decision-bench --runs $(DECISION_RUNS)
 
 lint: $(STAMP) ## ruff and mypy --strict
