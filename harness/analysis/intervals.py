@@ -15,6 +15,7 @@ of an order statistic the sample cannot resolve (the maximum) is meaningless.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable
@@ -46,6 +47,7 @@ class Ranks:
         return self.lower >= 1 and self.upper <= self.n
 
 
+@functools.lru_cache(maxsize=4096)
 def quantile_ranks(n: int, q: float, confidence: float = DEFAULT_CONFIDENCE) -> Ranks:
     """Ranks ``(l, u)`` with ``P(x(l) <= xi_q <= x(u)) >= confidence`` (two-sided, equal tails)."""
     if n <= 0:
@@ -56,6 +58,7 @@ def quantile_ranks(n: int, q: float, confidence: float = DEFAULT_CONFIDENCE) -> 
     return Ranks(max(lower, 0), min(upper, n + 1), n)
 
 
+@functools.lru_cache(maxsize=256)
 def min_samples_to_resolve(q: float, confidence: float = DEFAULT_CONFIDENCE, limit: int = 10_000_000) -> int:
     """The smallest n for which the q-quantile's interval has both ends inside the sample."""
     lo, hi = 1, 2
@@ -173,6 +176,8 @@ def quantile_ratio(a: npt.ArrayLike, b: npt.ArrayLike, q: float, confidence: flo
 
 
 def _quantile_ratio(x_raw: F64, y_raw: F64, q: float, confidence: float, *, paired: bool) -> RatioCI:
+    # Unpaired samples are sorted so the interval (and the bootstrap's data-derived seed) does not depend on the
+    # order the records happened to be read in.
     x, y = (x_raw, y_raw) if paired else (np.sort(x_raw), np.sort(y_raw))
     what = f"p{_pct(q)} ratio"
     if len(x) == 0 or len(y) == 0:
@@ -181,8 +186,8 @@ def _quantile_ratio(x_raw: F64, y_raw: F64, q: float, confidence: float, *, pair
     qa, qb = float(np.quantile(x, q)), float(np.quantile(y, q))
     estimate = qa / qb if qb > 0 else None
     need = min_samples_to_resolve(q, confidence)
-    if not (interval_from_sorted(np.sort(x), q, confidence).resolved and
-            interval_from_sorted(np.sort(y), q, confidence).resolved):
+    # Whether a percentile resolves depends only on the sample size: no need to build the intervals.
+    if not (quantile_ranks(len(x), q, confidence).resolved and quantile_ranks(len(y), q, confidence).resolved):
         return RatioCI(ratio=estimate, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
                        note=f"{what}: unresolved ({len(x)} and {len(y)} samples; p{_pct(q)} needs {need} on "
                        f"each side at {confidence:.0%})")

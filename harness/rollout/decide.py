@@ -61,11 +61,11 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
     vetoes: list[str] = []
     holds: list[str] = []
     shared: list[str] = []
-    shared_notes: list[str] = []  # warnings that do not decide
+    warnings: list[str] = []  # tier-health warnings: reported, never deciding
     for r in deciding:
         if r.kind == "tier_health" and not r.critical:
             if r.status in ("breach", "unresolved"):
-                shared_notes.append(f"warning (not deciding) — {r.rule}: {r.message}")
+                warnings.append(f"warning (not deciding) — {r.rule}: {r.message}")
             continue
         if r.status == "breach":
             if r.kind == "budget" and r.shared_with_baseline:
@@ -81,13 +81,13 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         elif r.status == "unresolved":
             holds.append(f"{r.rule} unresolved: {r.message}")
     if vetoes:
-        return "no-go", [*vetoes, *holds, *shared, *shared_notes, *dry]
+        return "no-go", [*vetoes, *holds, *shared, *warnings, *dry]
     if holds:
-        return "hold", [*holds, *shared, *shared_notes, *dry]
+        return "hold", [*holds, *shared, *warnings, *dry]
     passes = [f"{r.rule}: {r.message}" for r in deciding if r.status == "pass"]
     if shared:
-        return "slo-unmet", [*shared, *passes, *shared_notes, *dry]
-    return "go", [*passes, *shared_notes, *dry] or ["no rule objected"]
+        return "slo-unmet", [*shared, *passes, *warnings, *dry]
+    return "go", [*passes, *warnings, *dry] or ["no rule objected"]
 
 
 def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:

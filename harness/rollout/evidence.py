@@ -46,6 +46,10 @@ class StepSample:
     def metric(self, name: LatencyMetric) -> F64:
         return {"ttft": self.ttft, "e2e": self.e2e, "itl": self.itl}[name]
 
+    def keys_for(self, values: F64) -> npt.NDArray[np.str_] | None:
+        """The plan keys, when they line up with ``values`` (one per successful request), for pairing."""
+        return self.keys if len(self.keys) == len(values) else None
+
     @property
     def n(self) -> int:
         return len(self.ttft)
@@ -114,8 +118,7 @@ def regression_step(rule: RegressionRule, step: int, label: str, arm: StepSample
     if len(a) < need or len(b) < need:
         return StepVerdict(_result(rule, step, "unresolved", f"{head}: {len(a)} arm and {len(b)} baseline samples; "
                                    f"{need} on each side are needed to resolve it at {confidence:.1%}"), judged=False)
-    ci = quantile_ratio(raw_a, raw_b, q, confidence, keys_a=arm.keys if len(arm.keys) == len(raw_a) else None,
-                        keys_b=base.keys if len(base.keys) == len(raw_b) else None)
+    ci = quantile_ratio(raw_a, raw_b, q, confidence, keys_a=arm.keys_for(raw_a), keys_b=base.keys_for(raw_b))
     p_mw = float(mannwhitneyu(a, b, alternative="greater").pvalue)
     limit = rule.max_ratio
     floor_text = f" x noise floor {floor:.3f}" if floor > 1.0 else ""
@@ -138,9 +141,8 @@ def improvement(measure: KeepMeasure, mine: StepSample, theirs: StepSample, conf
     if metric in _COLUMNS and pct:
         name: LatencyMetric = "ttft" if metric == "ttft" else ("e2e" if metric == "e2e" else "itl")
         m, t = mine.metric(name), theirs.metric(name)
-        keys_m = mine.keys if len(mine.keys) == len(m) else None
-        keys_t = theirs.keys if len(theirs.keys) == len(t) else None
-        return invert(quantile_ratio(m, t, float(pct) / 100.0, confidence, keys_a=keys_m, keys_b=keys_t))
+        return invert(quantile_ratio(m, t, float(pct) / 100.0, confidence, keys_a=mine.keys_for(m),
+                                     keys_b=theirs.keys_for(t)))
     if measure == "output_tokens_per_s":
         return sum_ratio(mine.tokens, theirs.tokens, mine.duration_s, theirs.duration_s, confidence)
     if measure == "goodput":

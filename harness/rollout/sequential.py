@@ -115,13 +115,9 @@ class StepLooker:
             return self._baseline_settled(elapsed_s)
         base = self._reference(self.base_name)
         prev = self._reference(self.prev_name)
-        if base is None or prev is None:
+        mine = self._current(elapsed_s) if base is not None and prev is not None else None
+        if base is None or prev is None or mine is None:
             return None
-        df = _frame(self._parts(self.arm.name))
-        if df.empty:
-            return None
-        df = df[df["send_ns"].to_numpy() >= self.started_ns]
-        mine = step_sample(df, elapsed_s, self.scenario.slo)
         reasons = [self._regression(mine, base), self._keep(mine, prev), self._budgets(mine)]
         if any(r is None for r in reasons):
             return None
@@ -129,6 +125,7 @@ class StepLooker:
             "; ".join(r for r in reasons if r)
 
     def _current(self, elapsed_s: float) -> StepSample | None:
+        """This attempt's records of the step so far (an earlier, interrupted attempt's are left out)."""
         df = _frame(self._parts(self.arm.name))
         if df.empty:
             return None
