@@ -4,15 +4,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
+from harness import boundary
+from harness.boundary import DEBUG_ENV
 from harness.config import ScenarioError, load_scenario
 from harness.summary import Summary
+from harness.term import safe_text
 
 EXIT_BAD_INPUT = 2
 
@@ -23,9 +28,20 @@ err_console = Console(stderr=True)
 
 
 def fail_bad_input(message: str) -> typer.Exit:
-    """Print one clear message to stderr and return the exit for bad input."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    """Print one clear message to stderr and return the exit for bad input (the message is shown as text, never
+    as markup, with control characters made visible)."""
+    err_console.print(Text("error: ", style="bold red") + Text(safe_text(message, multiline=True)),
+                      highlight=False, soft_wrap=True)
     return typer.Exit(EXIT_BAD_INPUT)
+
+
+@app.callback()
+def _global_options(debug: Annotated[bool, typer.Option("--debug", envvar=DEBUG_ENV, help="on an unexpected "
+                                                        "error, print the full traceback (also HARNESS_DEBUG=1)")
+                                     ] = False) -> None:
+    """Plan, run and report KV-cache offload rollouts for vLLM and TensorRT-LLM."""
+    if debug:
+        os.environ[DEBUG_ENV] = "1"  # read by main()'s error boundary, also for errors raised after parsing
 
 
 ScenarioArg = Annotated[Path, typer.Argument(help="scenario YAML file (see scenarios/)", show_default=False)]
@@ -60,16 +76,16 @@ def plan(scenario: ScenarioArg,
          set_: SetOpt = None) -> None:
     """Show the arms, their exact launch commands and configs, the check results, the power to decide (requests
     per step, resolvable percentiles, smallest detectable effect) and the estimated duration."""
+    try:  # before the planning stack is imported: bad input is answered at once
+        scen = load_scenario(scenario, set_ or [])
+    except ScenarioError as exc:
+        raise fail_bad_input(str(exc)) from None
     from harness.plan import build_plan
     from harness.plan_view import print_plan
     from harness.power.inputs import power_input
     from harness.power.rates import PowerInputError
     from harness.validate import ValidateOptions
 
-    try:
-        scen = load_scenario(scenario, set_ or [])
-    except ScenarioError as exc:
-        raise fail_bad_input(str(exc)) from None
     try:
         power = power_input(scen, from_run=from_run, calibrate=calibrate, calibrate_s=calibrate_s, sigma=sigma,
                             say=lambda text: err_console.print(text, highlight=False, markup=False))
@@ -175,12 +191,16 @@ _register_area_commands()
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point and the one error boundary: typer's usage errors exit 2, Ctrl-C 130 with a
+    message, and any unexpected exception is one line on stderr and exit 4 (a traceback only with --debug)."""
     try:
         app()
+    except SystemExit as exc:
+        sys.exit(boundary.exit_status(exc))
     except KeyboardInterrupt:
-        err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(boundary.interrupted())
+    except Exception as exc:  # the boundary: nothing but a one-line message leaves the process
+        sys.exit(boundary.unexpected(exc))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,8 @@
-"""``harness plan``: the arms, their exact launch commands and rendered configs, check results, estimated time."""
+"""``harness plan``: the arms, their exact launch commands and rendered configs, check results, estimated time.
+
+Secrets never appear in the plan: a secret flag's value is shown as ``***`` (:mod:`harness.secret_flags`), and the
+scenario's redactor (:mod:`harness.scenario_secrets`) masks any other known secret in configs and check messages.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from harness.engines import build_launch_spec
 from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec
 from harness.power import PowerInput, PowerPlan, plan_power, power_checks
+from harness.scenario_secrets import scenario_redactor
+from harness.secret_flags import mask_argv, masked_command_line
 from harness.summary import CheckItem
 from harness.validate.base import ArmValidation
 from harness.validate.runner import ValidateOptions, validate_scenario, validation_checks
@@ -104,6 +110,7 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
     power_plan = plan_power(scenario, power)
     checks += power_checks(power_plan)
     specs = arm_launch_specs(scenario)
+    redact = scenario_redactor(scenario)
     arms: list[ArmPlan] = []
     for arm in scenario.arms:
         spec = specs[arm.name]
@@ -112,15 +119,15 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
                 "cpu_tier_bytes": arm.cpu_tier_bytes(), "disk_tier_dirs": [t.root_dir for t in arm.fs_tiers()],
                 "launcher": engine.effective_launcher, "image": engine.image}
         if isinstance(spec, str):
-            arms.append(ArmPlan(**base, command="", argv=[], error=spec))
+            arms.append(ArmPlan(**base, command="", argv=[], error=redact(spec)))
             checks.append(CheckItem(name="launch-spec", level="error", arm=arm.name, message=spec))
             continue
         volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''} ({v.purpose})"
                    for v in spec.volumes] if engine.effective_launcher == "docker" else []
         docker = engine.effective_launcher == "docker"
         shm = shm_need(engine, arm)
-        arms.append(ArmPlan(**base, command=spec.command_line(), argv=spec.argv(),
-                            config_files={c.name: c.content for c in spec.config_files},
+        arms.append(ArmPlan(**base, command=masked_command_line(spec.argv()), argv=mask_argv(spec.argv()),
+                            config_files={c.name: redact(c.content) for c in spec.config_files},
                             env_keys=sorted(spec.env), volumes=volumes,
                             shm=shm.why if shm.tier_bytes or docker else None,
                             container=container_settings(spec) if docker else [],
@@ -131,5 +138,6 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
                 simulated=scenario.engine.kind == "sim", arms=arms,
                 steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
                        for lvl in scenario.steps.levels],
-                checks=checks, estimated_duration_s=duration, duration_note=note, validation=validation,
+                checks=[c.model_copy(update={"message": redact(c.message)}) for c in checks],
+                estimated_duration_s=duration, duration_note=note, validation=validation,
                 power=power_plan, ok=not has_errors(checks))

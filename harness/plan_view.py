@@ -1,32 +1,43 @@
-"""Human rendering of a :class:`~harness.plan.Plan` with rich (tables, commands, rendered configs, checks)."""
+"""Human rendering of a :class:`~harness.plan.Plan` with rich (tables, commands, rendered configs, checks).
+
+Every text that comes from the scenario or the host (names, commands, paths, messages) is shown through
+:func:`harness.term.safe_text`: a terminal escape sequence or carriage return in it is printed as ``\\x1b``/``\\r``,
+never executed.
+"""
 
 from __future__ import annotations
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.table import Table
 
 from harness.plan import Plan
 from harness.power.view import print_power
+from harness.term import safe_text
 
 _LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
+
+
+def escape(text: object) -> str:
+    """Untrusted text, safe for rich markup and for the terminal."""
+    return _markup_escape(safe_text(text))
 
 
 def print_plan(plan: Plan, console: Console) -> None:
     """Print the plan."""
     sim = " [bold magenta](SIMULATED engine)[/]" if plan.simulated else ""
     source = f" ({escape(plan.source_file)})" if plan.source_file else ""
-    console.print(f"[bold]Scenario[/] {escape(plan.scenario)}{source} — engine {plan.engine}, model "
+    console.print(f"[bold]Scenario[/] {escape(plan.scenario)}{source} — engine {escape(plan.engine)}, model "
                   f"{escape(plan.model)}{sim}")
     table = Table(title="Arms (run in order, each on a fresh server)")
     for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
         table.add_column(col)
     for i, arm in enumerate(plan.arms):
         cpu = f"{arm.cpu_tier_bytes / (1 << 30):.2f} GiB" if arm.cpu_tier_bytes else "-"
-        table.add_row(str(i), escape(arm.name), arm.tier, cpu, escape(", ".join(arm.disk_tier_dirs) or "-"),
-                      arm.launcher)
+        table.add_row(str(i), escape(arm.name), escape(arm.tier), cpu,
+                      escape(", ".join(arm.disk_tier_dirs) or "-"), escape(arm.launcher))
     console.print(table)
-    console.print("[bold]Steps per arm:[/] " + ", ".join(plan.steps))
+    console.print("[bold]Steps per arm:[/] " + escape(", ".join(plan.steps)))
     for arm in plan.arms:
         console.print(f"\n[bold]{escape(arm.name)}[/] command:")
         if arm.error:
@@ -55,11 +66,11 @@ def print_plan(plan: Plan, console: Console) -> None:
     for item in plan.checks:
         style = _LEVEL_STYLE[item.level]
         arm_tag = " " + escape(f"[{item.arm}]") if item.arm else ""
-        console.print(f"  [{style}]{item.level:5}[/] {item.name}{arm_tag}: {escape(item.message)}", soft_wrap=True,
-                      highlight=False)
+        console.print(f"  [{style}]{item.level:5}[/] {escape(item.name)}{arm_tag}: {escape(item.message)}",
+                      soft_wrap=True, highlight=False)
     minutes = plan.estimated_duration_s / 60
-    console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({plan.duration_note})" if plan.duration_note
-                                                                  else ""))
+    console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({escape(plan.duration_note)})"
+                                                                  if plan.duration_note else ""))
     where = f" in {escape(plan.source_file)}" if plan.source_file else ""
     errors = sum(1 for item in plan.checks if item.level == "error")
     console.print("[green]plan ok[/]" if plan.ok else

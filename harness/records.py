@@ -57,6 +57,7 @@ class RequestRecord:
     hash_block_tokens: int = 0
     drill: str | None = None
     drill_phase: str | None = None
+    attempt: int = 1  # per arm and step: 1 for the first try, 2 for the redo after a resume, ... (harness.attempts)
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict for Arrow/JSON."""
@@ -73,5 +74,5 @@ SCHEMA = pa.schema([
     ("prompt_tokens", pa.int32()), ("output_tokens", pa.int32()), ("cached_tokens", pa.int32()),
     ("http_status", pa.int32()), ("error_kind", pa.string()), ("error_detail", pa.string()),
     ("response_id", pa.string()), ("hash_ids", pa.list_(pa.int64())), ("hash_block_tokens", pa.int32()),
-    ("drill", pa.string()), ("drill_phase", pa.string()),
+    ("drill", pa.string()), ("drill_phase", pa.string()), ("attempt", pa.int32()),
 ])

@@ -1,8 +1,9 @@
 """Shared plumbing for step tables and windows: which rows count, which (arm, step) group each belongs to, and the
 time span and window layout of every group.
 
-Rows of warm-up (step -1) and drills (step < -1) get group -1 and are left out of every statistic. No DataFrame is
-copied per arm: rows are addressed through their group code.
+Rows of warm-up (step -1) and drills (step < -1) get group -1 and are left out of every statistic, and so are rows
+``requests.parquet`` marks ``superseded`` (an attempt of the step that a later attempt replaced, see
+:mod:`harness.attempts`). No DataFrame is copied per arm: rows are addressed through their group code.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import pandas as pd
 
 from harness.analysis.latency import ensure_derived, float_column, ns_column
 from harness.analysis.load import StepSpan
+from harness.attempts import SUPERSEDED
 
 I64 = npt.NDArray[np.int64]
 StepsArg = Sequence[StepSpan | Mapping[str, Any]] | None
@@ -107,6 +109,8 @@ def prepare(df: pd.DataFrame, *, steps: StepsArg = None, arm: str | None = None,
     for i, name in enumerate(arms):
         arm_code[arm_col == name] = i
     measured = (arm_code >= 0) & (step_col >= 0)
+    if SUPERSEDED in derived.columns:
+        measured &= ~derived[SUPERSEDED].fillna(False).to_numpy(dtype=bool)
     groups: list[tuple[str, int]] = []
     for i, name in enumerate(arms):
         steps_here = set(np.unique(step_col[measured & (arm_code == i)]).tolist())

@@ -4,19 +4,23 @@ A disk-tier ``root_dir`` must be absolute, not ``/``, not a home directory, not 
 of the operating system's own trees such as ``/etc`` or ``/usr``), and either absent (the harness creates it and
 writes a marker file), empty, or already marked as the harness's. The harness only ever deletes inside directories
 that carry its marker, never the marker itself, and never follows a symbolic link out of the directory.
+
+A marker counts only when :mod:`harness.launch.ownership` vouches for it (this user's harness wrote it, on this
+host, for this very directory): a directory with a copied, hand-made or old-format marker is foreign, with the
+reason, and nothing in it is touched.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import pwd
 from collections.abc import Callable
 from pathlib import Path
 
 from harness.launch.base import DISK_TIER_MARKER
+from harness.launch.ownership import check_marker, write_marker
 
 _SYSTEM_DIRS = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root",
                 "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/mnt", "/media", "/var/tmp", "/var/lib",
@@ -67,38 +71,59 @@ def validate_root_dir(root_dir: str) -> Path:
     return Path(text)
 
 
-def ownership(path: Path) -> str:
-    """``absent``, ``empty``, ``ours`` (marker present), ``foreign`` (has files the harness did not create, or is
-    not a directory) or ``unreadable`` (the harness may not look inside)."""
+NO_MARKER_FILES = "holds files the harness did not create (or is not a plain directory)"
+WHAT_TO_DO = ("give an empty or new directory; or, if everything in it may be deleted, empty it yourself (the "
+              "marker included) and run again")
+
+
+def inspect(path: Path) -> tuple[str, str]:
+    """The directory's :func:`ownership` state and, for ``foreign``, why it is not the harness's."""
     try:
         if not path.exists() and not path.is_symlink():
-            return "absent"
+            return "absent", ""
         if path.is_symlink() or not path.is_dir():
-            return "foreign"
-        if (path / DISK_TIER_MARKER).is_file():
-            return "ours"
+            return "foreign", NO_MARKER_FILES
+        marker = path / DISK_TIER_MARKER
+        if marker.exists() or marker.is_symlink():
+            check = check_marker(path)
+            if check.valid:
+                return "ours", ""
+            return "foreign", f"carries a {DISK_TIER_MARKER} marker the harness did not write for it: {check.reason}"
         with os.scandir(path) as entries:
             for _ in entries:
-                return "foreign"
+                return "foreign", NO_MARKER_FILES
     except OSError:
-        return "unreadable"
-    return "empty"
+        return "unreadable", ""
+    return "empty", ""
+
+
+def ownership(path: Path) -> str:
+    """``absent``, ``empty``, ``ours`` (a marker the harness wrote for this directory), ``foreign`` (files the
+    harness did not create, a marker it did not write for it, or not a directory) or ``unreadable`` (the harness
+    may not look inside)."""
+    return inspect(path)[0]
+
+
+def refusal(path: Path) -> str:
+    """Why a foreign directory is refused and what to do, for messages (``holds files ...; give ...``)."""
+    why = inspect(path)[1] or NO_MARKER_FILES
+    return f"{why}; the harness never deletes what it did not create, so nothing in it is touched: {WHAT_TO_DO}"
 
 
 def claim(path: Path, run_id: str) -> None:
-    """Create (if absent) and mark the directory as the harness's. Refuses a foreign or unreadable directory."""
+    """Create (if absent) and mark the directory as the harness's. Refuses a foreign or unreadable directory.
+
+    A directory already the harness's keeps its marker (reused across runs)."""
     validate_root_dir(str(path))
     state = ownership(path)
     if state == "foreign":
-        raise DiskTierError(f"{path} holds files the harness did not create (or is not a plain directory); give an "
-                            "empty or new directory")
+        raise DiskTierError(f"{path} {refusal(path)}")
     if state == "unreadable":
         raise DiskTierError(f"{path} cannot be read by this user; give a directory the harness may write")
+    if state == "ours":
+        return
     path.mkdir(parents=True, exist_ok=True)
-    marker = path / DISK_TIER_MARKER
-    if not marker.exists():
-        marker.write_text(json.dumps({"owner": "kvoffload-harness", "claimed_by_run": run_id}) + "\n",
-                          encoding="utf-8")
+    write_marker(path, run_id)
 
 
 def _gone(action: Callable[[str], None], path: str) -> int:
@@ -134,9 +159,10 @@ def clear_contents(path: Path) -> int:
     Raises :class:`DiskTierError` for a directory without the harness's marker.
     """
     validate_root_dir(str(path))
-    if ownership(path) != "ours":
-        raise DiskTierError(f"refusing to delete in {path}: it is not marked as created by the harness "
-                            f"({DISK_TIER_MARKER} is missing)")
+    state, why = inspect(path)
+    if state != "ours":
+        detail = why if why and why != NO_MARKER_FILES else f"{DISK_TIER_MARKER} is missing"
+        raise DiskTierError(f"refusing to delete in {path}: it is not marked as created by the harness ({detail})")
     removed = 0
     with os.scandir(path) as it:
         entries = [e for e in it if e.name != DISK_TIER_MARKER]

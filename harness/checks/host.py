@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -32,6 +33,10 @@ class HostFacts(Protocol):
 
     def shm_free_bytes(self) -> int | None:
         """Free bytes in the host's ``/dev/shm`` (None when there is none)."""
+        ...
+
+    def environ(self) -> Mapping[str, str]:
+        """The harness's environment (what ``${NAME}`` in ``engine.env`` resolves from)."""
         ...
 
 
@@ -72,6 +77,9 @@ class OsHostFacts:
         shm = Path("/dev/shm")
         return int(shutil.disk_usage(shm).free) if shm.is_dir() else None
 
+    def environ(self) -> Mapping[str, str]:
+        return os.environ
+
 
 @dataclass
 class FakeHostFacts:
@@ -83,6 +91,7 @@ class FakeHostFacts:
     default_disk_free: int = 500 << 30
     gpu: tuple[bool, str] = (True, "fake GPU runtime")
     shm_free: int | None = 256 << 30
+    env: dict[str, str] = field(default_factory=dict)
 
     def mem_available_bytes(self) -> int:
         return self.mem_available
@@ -98,3 +107,6 @@ class FakeHostFacts:
 
     def shm_free_bytes(self) -> int | None:
         return self.shm_free
+
+    def environ(self) -> Mapping[str, str]:
+        return self.env

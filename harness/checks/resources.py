@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.checks.disk_tier import DiskTierError, ownership, validate_root_dir
+from harness.checks.disk_tier import DiskTierError, ownership, refusal, validate_root_dir
 from harness.checks.host import HostFacts
 from harness.config.arms import Arm, TrtllmKvCache
 from harness.config.scenario import Scenario
@@ -77,8 +77,7 @@ def check_disk_tiers(scenario: Scenario, host: HostFacts) -> list[CheckItem]:
                 continue
             state = ownership(path)
             if state in ("foreign", "unreadable"):
-                why = ("holds files the harness did not create (or is not a plain directory); the harness never "
-                       "deletes what it did not create, so give an empty or new directory" if state == "foreign"
+                why = (refusal(path) if state == "foreign"
                        else "cannot be read by this user; give a directory the harness may create and write")
                 out.append(CheckItem(name="disk-tier", level="error", arm=arm.name, message=f"{where}: {path} {why}"))
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from harness.checks import arms, blocks, engine, resources, shm
+from harness.checks import arms, blocks, engine, inputs, resources, shm
 from harness.checks.host import HostFacts, OsHostFacts
 from harness.config.scenario import Scenario
 from harness.summary import CheckItem
@@ -27,6 +27,8 @@ ALL_CHECKS: dict[str, Check] = {
     "shm": lambda s, h, m, u: shm.check_shm(s, h),
     "tier-blocks": lambda s, h, m, u: blocks.check_tier_holds_a_block(s),
     "gpu-runtime": lambda s, h, m, u: resources.check_gpu_runtime(s, h, m),
+    "env-refs": lambda s, h, m, u: inputs.check_env_refs(s, h, m),
+    "trace": lambda s, h, m, u: inputs.check_trace(s, m),
 }
 
 

@@ -18,11 +18,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.text import PathText
 
 Tier = Literal["gpu-only", "cpu", "tiered"]
 TIER_ORDER: dict[str, int] = {"gpu-only": 0, "cpu": 1, "tiered": 2}
 GIB = 1 << 30
-_ARM_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+_ARM_NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 # Upper bounds that catch typos (bytes given where GiB were meant) rather than real limits.
 MAX_TIER_GIB = 64 * 1024.0
 MAX_TIER_BYTES = int(MAX_TIER_GIB * GIB)
@@ -47,7 +48,7 @@ class FsTier(StrictModel):
     """A file-system secondary tier behind the CPU tier (vLLM TieringOffloadingSpec ``type: fs``)."""
 
     type: Literal["fs"] = "fs"
-    root_dir: str = Field(min_length=1, description="absolute directory for the tier's files")
+    root_dir: PathText = Field(min_length=1, description="absolute directory for the tier's files")
     n_read_threads: int = Field(default=16, ge=1, le=1024)
     n_write_threads: int = Field(default=16, ge=1, le=1024)
     size_gib: float | None = Field(default=None, gt=0, le=1024 * 1024.0, description="disk you plan to give the "
@@ -111,7 +112,7 @@ class Arm(StrictModel):
     @field_validator("name")
     @classmethod
     def _name_format(cls, value: str) -> str:
-        if not _ARM_NAME_RE.match(value):
+        if not _ARM_NAME_RE.fullmatch(value):  # fullmatch: "$" would let a trailing newline through
             raise ValueError("use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 

@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.env_refs import EnvValue
+from harness.config.text import EnvName, Name, PathText
 
 EngineKind = Literal["vllm", "trtllm", "sim"]
 LauncherKind = Literal["docker", "process"]
@@ -42,17 +44,17 @@ class EngineSpec(StrictModel):
     image: str | None = Field(default=None, description="container image with a pinned tag, e.g. "
                               "vllm/vllm-openai:v0.32.0")
     image_digest: str | None = Field(default=None, description="expected sha256 digest of the image (recorded anyway)")
-    model: str = Field(min_length=1, description="model id or path as the engine takes it")
-    served_model_name: str | None = None
+    model: Name = Field(min_length=1, description="model id or path as the engine takes it")
+    served_model_name: Name | None = None
     tensor_parallel_size: int = Field(default=1, ge=1, le=64)
     gpu_memory_utilization: float = Field(default=0.9, gt=0.0, le=1.0)
     max_model_len: int | None = Field(default=None, ge=16, le=10_000_000)
     max_num_seqs: int | None = Field(default=None, ge=1, le=65_536)
     max_num_batched_tokens: int | None = Field(default=None, ge=16, le=10_000_000)
     enable_prefix_caching: bool = True
-    host: str = Field(default="127.0.0.1", description="address the server binds and the harness talks to")
+    host: Name = Field(default="127.0.0.1", description="address the server binds and the harness talks to")
     port: int = Field(default=8000, ge=0, le=65_535, description="0 picks a free port at launch")
-    env: dict[str, str] = Field(default_factory=dict, description="environment for the server (secrets are "
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, description="environment for the server (secrets are "
                                 "passed through but never recorded)")
     extra_args: list[str] = Field(default_factory=list, description="extra engine CLI arguments, verbatim")
     gpus: str = Field(default="all", description="docker GPU request: 'all', a count, or device ids '0,1'")
@@ -62,11 +64,11 @@ class EngineSpec(StrictModel):
                                                    "the host's /dev/shm (default: host for trtllm, private for vllm)")
     version: str | None = Field(default=None, description="engine release where no image tag names it (a local "
                                 "process), e.g. 1.0.0; chooses the TensorRT-LLM version table")
-    model_cache_dir: str | None = Field(default=None, description="host directory mounted as the model cache")
+    model_cache_dir: PathText | None = Field(default=None, description="host directory mounted as the model cache")
     readiness_timeout_s: float = Field(default=900.0, gt=0, le=7200)
     # Simulator only.
-    sim_profile: str = Field(default="demo", description="simulator hardware/model profile name")
-    sim_profile_file: str | None = None
+    sim_profile: Name = Field(default="demo", description="simulator hardware/model profile name")
+    sim_profile_file: PathText | None = None
     sim_flavor: Literal["vllm", "trtllm"] = Field(default="vllm", description="which engine's API/metrics the "
                                                   "simulator speaks")
     sim_time_scale: float = Field(default=1.0, gt=0.0, le=1000.0)
@@ -77,21 +79,21 @@ class EngineSpec(StrictModel):
     @field_validator("image_digest")
     @classmethod
     def _digest_format(cls, value: str | None) -> str | None:
-        if value is not None and not _DIGEST_RE.match(value):
+        if value is not None and not _DIGEST_RE.fullmatch(value):
             raise ValueError("must look like sha256:<64 hex characters>")
         return value
 
     @field_validator("gpus")
     @classmethod
     def _gpus_format(cls, value: str) -> str:
-        if not _GPUS_RE.match(value.strip()):
+        if not _GPUS_RE.fullmatch(value):
             raise ValueError("use 'all', a count such as '2', or device ids such as '0,1' or 'device=3'")
         return value
 
     @field_validator("shm_size")
     @classmethod
     def _shm_format(cls, value: str | None) -> str | None:
-        if value is not None and not _SHM_RE.match(value):
+        if value is not None and not _SHM_RE.fullmatch(value):
             raise ValueError("must be a size like 16g, 512m or 1073741824")
         return value
 

@@ -10,6 +10,7 @@ the kinds a union accepts, the field's own description).
 from __future__ import annotations
 
 import difflib
+import reprlib
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -115,8 +116,14 @@ def format_loc(loc: Iterable[int | str], root: Any = None) -> str:
     return locate(loc, root).path
 
 
+_REPR = reprlib.Repr()  # keyword arguments only from Python 3.12
+_REPR.maxlevel, _REPR.maxdict, _REPR.maxlist, _REPR.maxtuple, _REPR.maxset = 3, 4, 4, 4, 4
+_REPR.maxstring, _REPR.maxother, _REPR.maxlong = _MAX_SHOWN, _MAX_SHOWN, 40
+
+
 def _shown(value: Any) -> str:
-    text = repr(value)
+    """The input echoed in a message: bounded before it is built (a shared structure is never expanded)."""
+    text = _REPR.repr(value)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from harness.config.errors import explain
 from harness.config.errors import format_loc as _format_loc
 from harness.config.scenario import Scenario
+from harness.input_files import InputFileError, read_text
+from harness.safe_yaml import YamlInputError, load_yaml
+from harness.term import safe_text
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 MAX_PROBLEMS_SHOWN = 20
@@ -24,7 +26,9 @@ class ScenarioError(Exception):
     def __init__(self, source: str, problems: Sequence[tuple[str, str]]) -> None:
         self.source = source
         self.problems = list(problems)
-        lines = [f"{source}: {path}: {msg}" if path else f"{source}: {msg}" for path, msg in self.problems]
+        shown = safe_text(source)  # a key, a value or a file name may carry a newline or an escape sequence
+        lines = [f"{shown}: {safe_text(path)}: {safe_text(msg)}" if path else f"{shown}: {safe_text(msg)}"
+                 for path, msg in self.problems]
         super().__init__("\n".join(lines))
 
 
@@ -33,39 +37,11 @@ def format_loc(loc: Iterable[int | str]) -> str:
     return _format_loc(loc)
 
 
-try:  # libyaml's parser is ~10x faster than the pure-Python one; both construct only plain data
-    from yaml import CSafeLoader as _SafeLoader
-except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    from yaml import SafeLoader as _SafeLoader  # type: ignore[assignment]
-
-
-class _UniqueKeyLoader(_SafeLoader):
-    """PyYAML's safe loader, but a key given twice in one mapping is an error (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Hashable, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            if isinstance(key, Hashable) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    "while constructing a mapping", node.start_mark,
-                    f"key {key!r} appears twice in the same mapping (keep one)", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
 def _parse_yaml(text: str, source: str) -> Any:
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass: no arbitrary objects
-    except RecursionError:
-        raise ScenarioError(source, [("", "malformed YAML: nested too deeply")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioError(source, [(where, f"malformed YAML: {problem}")]) from None
+        return load_yaml(text)
+    except YamlInputError as exc:
+        raise ScenarioError(source, [(exc.where, exc.problem)]) from None
 
 
 def _apply_override(data: dict[str, Any], assignment: str) -> None:
@@ -73,8 +49,8 @@ def _apply_override(data: dict[str, Any], assignment: str) -> None:
     if not sep or not key:
         raise ScenarioError("--set", [(assignment, "expected KEY=VALUE, e.g. steps.levels[0].duration_s=5")])
     try:
-        value = yaml.safe_load(raw) if raw else ""
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw else ""
+    except YamlInputError:
         raise ScenarioError("--set", [(key, f"value {raw!r} is not valid YAML; quote strings, e.g. "
                                            f"{key}='\"...\"'")]) from None
     node: Any = data
@@ -124,17 +100,10 @@ def load_scenario_text(text: str, source: str = "<scenario>", overrides: Sequenc
 def load_scenario(path: Path, overrides: Sequence[str] = ()) -> Scenario:
     """Read and validate a scenario file."""
     source = str(path)
-    if not path.exists():
-        raise ScenarioError(source, [("", "file not found")])
-    if not path.is_file():
-        raise ScenarioError(source, [("", "not a regular file")])
-    size = path.stat().st_size
-    if size > MAX_SCENARIO_BYTES:
-        raise ScenarioError(source, [("", f"file is {size} bytes; scenarios are at most {MAX_SCENARIO_BYTES}")])
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(source, [("", f"cannot read: {exc}")]) from None
+        text = read_text(path, max_bytes=MAX_SCENARIO_BYTES, what="scenario file")
+    except InputFileError as exc:
+        raise ScenarioError(source, [(f"line {exc.line}" if exc.line else "", exc.problem)]) from None
     return load_scenario_text(text, source, overrides)
 
 

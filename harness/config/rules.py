@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.text import Name
 
 LatencyMetric = Literal["ttft", "itl", "e2e"]
 KeepMeasure = Literal[
@@ -30,7 +31,7 @@ class SloSpec(StrictModel):
 class BudgetRule(StrictModel):
     """Roll back when windowed percentile latency breaks its budget for a sustained period."""
 
-    name: str | None = None
+    name: Name | None = None
     metric: LatencyMetric
     percentile: float = Field(default=99.0, gt=0, lt=100)
     budget_ms: float | None = Field(default=None, gt=0, description="default: the slo section's p99 budget")
@@ -57,7 +58,7 @@ class RegressionRule(StrictModel):
     two percentiles (paired by request where the plans match) must stay under ``max_ratio`` (pass) or clear it
     (breach); Mann-Whitney U on the whole distribution is reported as a second view and never decides."""
 
-    name: str | None = None
+    name: Name | None = None
     metric: LatencyMetric
     percentile: float = Field(default=99.0, gt=0, lt=100, description="the percentile whose ratio is limited")
     max_ratio: float = Field(default=1.1, ge=1.0, le=100.0, description="allowed arm/baseline ratio")

@@ -14,13 +14,14 @@ from harness.config.engine import EngineSpec
 from harness.config.errors import explain
 from harness.config.rules import RulesSpec, SloSpec
 from harness.config.steps import StepsSpec
+from harness.config.text import Name
 from harness.config.workload import WorkloadSpec
 
 
 class Scenario(StrictModel):
     """A rollout scenario as written in ``scenarios/*.yaml``."""
 
-    name: str = Field(min_length=1, max_length=128)
+    name: Name = Field(min_length=1, max_length=128)
     description: str | None = None
     engine: EngineSpec
     arms: list[Arm] = Field(min_length=1)

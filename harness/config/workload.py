@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.text import Name, PathText
 
 
 class TokenRange(StrictModel):
@@ -29,7 +30,7 @@ class RequestClass(StrictModel):
     cut); for a multi-turn session it is the new user text of each turn, and the history grows on top of it.
     """
 
-    name: str = Field(min_length=1, max_length=64)
+    name: Name = Field(min_length=1, max_length=64)
     weight: float = Field(gt=0, le=1_000_000)
     prompt_tokens: TokenRange
     output_tokens: TokenRange
@@ -91,7 +92,7 @@ class ReuseSpec(StrictModel):
 class TraceSource(StrictModel):
     """Replay of a Mooncake-format JSONL trace."""
 
-    path: str = Field(min_length=1)
+    path: PathText = Field(min_length=1)
     format: Literal["mooncake"] = "mooncake"
     mode: Literal["timestamps", "closed_loop"] = "timestamps"
     speed: float = Field(default=1.0, gt=0, le=10_000)

@@ -1,13 +1,17 @@
 """Compose files that reproduce one arm's container by hand: ``docker-compose -p PROJECT -f FILE up``.
 
 The rendered file is valid for docker-compose v1 (1.27+) and Compose v2: no ``version`` key, services at
-``services``, GPUs through ``deploy.resources.reservations.devices``. Environment values are never written: each
-variable becomes a ``${NAME}`` passthrough (non-secret ones with their value as the default), so a file in a run
-directory carries no secret.
+``services``, GPUs through ``deploy.resources.reservations.devices``. Values are never written, so a file in a run
+directory carries no secret: each environment variable becomes a ``${NAME}`` passthrough (names only), and a secret
+flag's value (``--api-key``, ``--hf-token``; rule in :mod:`harness.secret_flags`) becomes a ``${NAME}`` reference
+to the variable that held it (else the flag's name, ``--hf-token`` -> ``HF_TOKEN``); the header names the variables
+to export. :func:`render_script` does the same for a local process, as a ``/bin/sh`` script.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,7 @@ from harness.engines.spec import LaunchSpec
 from harness.launch.base import ARM_LABEL
 from harness.launch.docker import ENGINE_LABEL
 from harness.launch.docker_host import publish_host
-from harness.redact import is_secret_name
+from harness.secret_flags import reference_name, value_slots
 
 SERVICE = "engine"
 CONFIG_DIR = "config"
@@ -31,14 +35,14 @@ def render_compose(spec: LaunchSpec, project: str, *, config_dir: str = CONFIG_D
     service: dict[str, Any] = {
         "image": spec.image if not spec.image_digest or "@" in spec.image else f"{spec.image}@{spec.image_digest}",
         "entrypoint": [_escape(a) for a in spec.entrypoint],
-        "command": [_escape(a) for a in spec.args],
+        "command": _command_with_references(spec.args),
         "init": True,
         "ports": [_port(spec)],
         "labels": {ARM_LABEL: spec.arm, ENGINE_LABEL: spec.engine},
         "healthcheck": _healthcheck(spec),
     }
     if spec.env:
-        service["environment"] = {name: _passthrough(name, value) for name, value in sorted(spec.env.items())}
+        service["environment"] = {name: f"${{{name}}}" for name in sorted(spec.env)}
     volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''}" for v in spec.volumes]
     volumes += [f"./{config_dir}/{c.name}:{c.container_path}:ro" for c in spec.config_files]
     if volumes:
@@ -59,7 +63,8 @@ def render_compose(spec: LaunchSpec, project: str, *, config_dir: str = CONFIG_D
     }
     header = (f"# Reproduces arm {spec.arm!r} ({spec.engine}) as the harness launched it.\n"
               f"# Run: docker-compose -p {project} -f <this file> up   (or: docker compose ...)\n"
-              "# Environment values are not recorded: export the variables named below first.\n")
+              "# Values are not recorded: export these variables first: "
+              f"{' '.join(variables_to_export(spec)) or '(none)'}\n")
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=1000)
 
 
@@ -80,10 +85,36 @@ def _escape(text: str) -> str:
     return text.replace("$", "$$")
 
 
-def _passthrough(name: str, value: str) -> str:
-    if is_secret_name(name):
-        return f"${{{name}}}"
-    return f"${{{name}:-{_escape(value)}}}" if value else f"${{{name}:-}}"
+def _with_references(args: list[str], quote: Callable[[str], str], ref: Callable[[str], str]) -> list[str]:
+    """Each argument quoted for its reader, a secret flag's value replaced by a reference to its variable."""
+    slots = value_slots(args)
+    out = []
+    for i, arg in enumerate(args):
+        if i in slots:
+            prefix, flag, value = slots[i]
+            out.append((quote(prefix) if prefix else "") + ref(reference_name(flag, value)))
+        else:
+            out.append(quote(arg))
+    return out
+
+
+def _command_with_references(args: list[str]) -> list[str]:
+    return _with_references(args, _escape, lambda name: f"${{{name}}}")
+
+
+def variables_to_export(spec: LaunchSpec) -> list[str]:
+    """The environment variables a reproduction of this launch reads (env names and secret flag references)."""
+    flags = [reference_name(flag, value) for _, flag, value in value_slots(spec.argv()).values()]
+    return sorted({*spec.env, *flags})
+
+
+def render_script(spec: LaunchSpec) -> str:
+    """A ``/bin/sh`` script reproducing a local-process launch: names only, secret flag values as references."""
+    env = " ".join(f'{name}="${{{name}}}"' for name in sorted(spec.env))
+    words = _with_references(spec.argv(), shlex.quote, lambda name: f'"${{{name}}}"')
+    return ("#!/bin/sh\n# Reproduces this arm's local-process launch. Values are not recorded: export these "
+            f"variables first: {' '.join(variables_to_export(spec)) or '(none)'}\n"
+            + (f"{env} " if env else "") + " ".join(words) + "\n")
 
 
 def _port(spec: LaunchSpec) -> str:

@@ -22,13 +22,12 @@ from docker.types import Ulimit
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import (
     ARM_LABEL,
-    DISK_TIER_MARKER,
     OWNER_LABEL,
     RUN_LABEL,
     LaunchContext,
     LaunchError,
 )
-from harness.launch.cleanup import OWNER_VALUE, remove_labelled_containers
+from harness.launch.cleanup import OWNER_VALUE, owner_labels, remove_labelled_containers
 from harness.launch.docker_host import (  # publish_host: re-exported (compose imports it from here)
     GPU_DRIVER_ERROR,
     NO_GPU_RUNTIME,
@@ -41,6 +40,7 @@ from harness.launch.docker_host import (  # publish_host: re-exported (compose i
 )
 from harness.launch.errors import engine_error
 from harness.launch.logpump import LogPump
+from harness.launch.ownership import write_marker
 from harness.redact import Redactor, secret_values
 
 ENGINE_LABEL = "io.kvoffload-harness.engine"
@@ -103,7 +103,7 @@ class DockerLauncher:
             raise
 
     def cleanup(self, run_id: str | None = None) -> list[str]:
-        """Remove containers (any state) this harness labelled, for one run or all runs."""
+        """Remove containers (any state) of one run, or (no run id) of runs whose harness process is gone."""
         return remove_labelled_containers(self.client, run_id=run_id)
 
 
@@ -237,7 +237,7 @@ def container_options(spec: LaunchSpec, ctx: LaunchContext) -> dict[str, Any]:
         if not host.exists():
             if vol.purpose == "config":
                 raise ValueError(f"volume {vol.host_path!r} (config) does not exist")
-            _make_owned_dir(host, marker=vol.purpose == "disk-tier")
+            _make_owned_dir(host, ctx.run_id if vol.purpose == "disk-tier" else None)
         volumes[str(host)] = {"bind": vol.container_path, "mode": "ro" if vol.read_only else "rw"}
     if spec.config_files:
         ctx.work_dir.mkdir(parents=True, exist_ok=True)
@@ -250,7 +250,8 @@ def container_options(spec: LaunchSpec, ctx: LaunchContext) -> dict[str, Any]:
         "entrypoint": spec.entrypoint,
         "command": spec.args,
         "environment": dict(spec.env),
-        "labels": {RUN_LABEL: ctx.run_id, ARM_LABEL: spec.arm, OWNER_LABEL: OWNER_VALUE, ENGINE_LABEL: spec.engine},
+        "labels": {RUN_LABEL: ctx.run_id, ARM_LABEL: spec.arm, OWNER_LABEL: OWNER_VALUE, ENGINE_LABEL: spec.engine,
+                   **owner_labels()},
         "ports": {f"{spec.container_port}/tcp": (bind, spec.host_port or None)},
         "volumes": volumes,
         "device_requests": device_requests(spec.gpus),
@@ -271,10 +272,16 @@ def container_name(run_id: str, arm: str) -> str:
     return f"{base}-{secrets.token_hex(3)}"
 
 
-def _make_owned_dir(path: Path, *, marker: bool) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    if marker:
-        (path / DISK_TIER_MARKER).write_text("created by kvoffload-harness\n", encoding="utf-8")
+def _make_owned_dir(path: Path, marker_run_id: str | None) -> None:
+    """Create a missing volume directory; a disk tier's (``marker_run_id`` given) gets the harness's marker."""
+    try:
+        path.mkdir(parents=True)
+        if marker_run_id is not None:
+            write_marker(path, marker_run_id)
+    except FileExistsError:
+        return  # made meanwhile by someone else: not ours to mark
+    except OSError as exc:
+        raise ValueError(f"cannot create the volume directory {path}: {exc.strerror or exc}") from None
 
 
 def _remove_quietly(container: Container) -> None:

@@ -3,6 +3,10 @@
 The server runs in its own process group (so a stop reaches its workers), its output goes to the run's log file
 through a redacting pump thread, rendered config files are written to the work directory and the command's
 container paths for them are rewritten to those files. Stop is SIGTERM to the group, then SIGKILL after a bound.
+
+Each server gets ``HARNESS_PARENT`` (this process's pid and start time: the simulator's parent watchdog stops it
+when this process dies) and a pid file naming this process as its owner (``harness cleanup`` stops it only once
+this process is gone). A disk-tier directory the launcher has to create gets the harness's marker.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from pathlib import Path
 from harness.engines.spec import LaunchSpec
 from harness.launch import pidfiles
 from harness.launch.base import LaunchContext, LaunchError
+from harness.launch.ownership import write_marker
 from harness.redact import Redactor
+from harness.watchdog import child_env
 
 TAIL_LINES = 200
 _LIVE: dict[int, ProcessServer] = {}
@@ -29,8 +35,10 @@ _LIVE_LOCK = threading.Lock()
 class ProcessServer:
     """A server running as a local child process."""
 
-    def __init__(self, spec: LaunchSpec, proc: subprocess.Popen[bytes], log_path: Path, redactor: Redactor) -> None:
+    def __init__(self, spec: LaunchSpec, proc: subprocess.Popen[bytes], log_path: Path, redactor: Redactor,
+                 run_id: str = "") -> None:
         self.spec = spec
+        self.run_id = run_id
         self._proc = proc
         self._log_path = log_path
         self._redact = redactor
@@ -118,7 +126,7 @@ class ProcessServer:
         self._pump.join(timeout=5.0)
         with _LIVE_LOCK:
             _LIVE.pop(self._proc.pid, None)
-        pidfiles.forget(self._proc.pid)
+        pidfiles.forget(self.run_id, self._proc.pid)
 
     def kill(self) -> None:
         """Hard-kill the server (used by tests and fault drills)."""
@@ -151,9 +159,9 @@ class ProcessLauncher:
 
     def start(self, spec: LaunchSpec, ctx: LaunchContext) -> ProcessServer:
         argv = _materialise(spec, ctx.work_dir)
-        env = {**os.environ, **spec.env, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **spec.env, **child_env(), "PYTHONUNBUFFERED": "1"}
         for d in spec.disk_tier_dirs:
-            Path(d).mkdir(parents=True, exist_ok=True)
+            _make_tier_dir(Path(d), ctx.run_id)
         try:
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
@@ -161,7 +169,7 @@ class ProcessLauncher:
             )
         except OSError as exc:
             raise LaunchError(f"cannot execute {argv[0]!r}: {exc.strerror or exc}", phase="start") from None
-        server = ProcessServer(spec, proc, ctx.log_path, Redactor([*ctx.secrets, *_values(spec.env)]))
+        server = ProcessServer(spec, proc, ctx.log_path, Redactor([*ctx.secrets, *_values(spec.env)]), ctx.run_id)
         with _LIVE_LOCK:
             _LIVE[proc.pid] = server
         pidfiles.record(ctx.run_id, spec.arm, proc.pid)
@@ -176,6 +184,20 @@ class ProcessLauncher:
             server.stop(timeout_s=5.0)
             removed.append(f"process {server.pid} ({server.spec.arm})")
         return removed + pidfiles.kill_leftovers(run_id)
+
+
+def _make_tier_dir(path: Path, run_id: str) -> None:
+    """Create a missing disk-tier directory, marked as the harness's; an existing one is left as it is."""
+    if path.exists() or path.is_symlink():
+        return
+    try:
+        path.mkdir(parents=True)
+        write_marker(path, run_id)
+    except FileExistsError:
+        return  # made meanwhile by someone else: not ours to mark
+    except OSError as exc:
+        raise LaunchError(f"cannot create the disk-tier directory {path}: {exc.strerror or exc}",
+                          phase="start") from None
 
 
 def _values(env: dict[str, str]) -> list[str]:

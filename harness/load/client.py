@@ -11,6 +11,11 @@ Failures never raise: they are classified into the record's error kinds (``conne
 whole-request limit, ``stalled`` for a silent stream, ``http_4xx``/``http_5xx``, ``malformed_stream``,
 ``incomplete``). A kill from the driver (drain timeout, Ctrl-C) marks the exchange ``cancelled`` and
 re-raises, so the caller can record it and unwind.
+
+``request_timeout_s`` bounds the whole request: besides the gevent timer (which fires while the greenlet waits on
+the socket), the read loop checks the clock after every line, so a server that streams without pause (endless
+events or ``:`` comments) cannot keep a request past it; ``stream_idle_timeout_s`` still applies between reads.
+Lines are capped (:mod:`harness.load.lines`): a line without end is a ``malformed_stream`` at the cap.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ import gevent
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from harness.load.lines import LineSplitter, LineTooLong, read_line
 from harness.load.sse import SseDecoder, StreamState, excerpt
+from harness.net.caps import ERROR_BODY_MAX_BYTES
 
-MAX_ERROR_BODY = 64 * 1024
+MAX_ERROR_BODY = ERROR_BODY_MAX_BYTES
 DRAIN_AFTER_DONE_S = 1.0
 
 
@@ -98,6 +105,10 @@ def _transport_failure(ex: Exchange, exc: BaseException) -> None:
     ex.fail(kind, f"{type(exc).__name__}: {exc}")
 
 
+def _timed_out(ex: Exchange, request_s: float) -> None:
+    ex.fail("timeout", f"no complete response within request_timeout_s={request_s:g}")
+
+
 def _status_kind(status: int) -> str:
     return "http_5xx" if status >= 500 else "http_4xx"
 
@@ -136,11 +147,13 @@ class GeventStreamClient:
                 ex.fail("malformed_stream", f"expected text/event-stream, got {ctype or 'no content type'}: "
                                             f"{excerpt(text)}")
             else:
-                self._read_stream(resp, decoder, ex)
+                self._read_stream(resp, decoder, ex, ex.send_ns + int(self._t.request_s * 1e9))
         except gevent.Timeout as exc:
             if exc is not limit:
                 raise
-            ex.fail("timeout", f"no complete response within request_timeout_s={self._t.request_s:g}")
+            _timed_out(ex, self._t.request_s)
+        except LineTooLong as exc:
+            ex.fail("malformed_stream", str(exc))
         except TimeoutError:
             where = "stream" if ex.first_byte_ns is not None else "response headers"
             ex.fail("stalled", f"no data for stream_idle_timeout_s={self._t.idle_s:g} (waiting for {where})")
@@ -156,11 +169,10 @@ class GeventStreamClient:
             if resp is not None:
                 resp.release()
 
-    def _read_stream(self, resp: object, decoder: SseDecoder, ex: Exchange) -> None:
-        readline = resp.readline  # type: ignore[attr-defined]
+    def _read_stream(self, resp: object, decoder: SseDecoder, ex: Exchange, deadline_ns: int) -> None:
         clock = time.perf_counter_ns
         while True:
-            line = readline(b"\n")
+            line = read_line(resp)
             now = clock()
             if not line:
                 decoder.finish()
@@ -169,10 +181,14 @@ class GeventStreamClient:
             if decoder.feed_line(line, now):
                 ex.end_ns = now
                 break
+            if now > deadline_ns:  # a stream without pause never lets the gevent timer fire
+                _timed_out(ex, self._t.request_s)
+                ex.end_ns = now
+                return
         if decoder.state.done:  # read the chunked terminator so the connection can be reused
             with gevent.Timeout(DRAIN_AFTER_DONE_S, False):
                 for _ in range(64):
-                    if not readline(b"\n"):
+                    if not read_line(resp):
                         break
 
     def close(self) -> None:
@@ -208,15 +224,19 @@ class HttpxStreamClient:
                 ex.http_status = resp.status_code
                 ctype = resp.headers.get("content-type", "")
                 if resp.status_code >= 400:
-                    ex.fail(_status_kind(resp.status_code), f"HTTP {resp.status_code}: {excerpt(resp.read())}")
+                    text = next(resp.iter_raw(MAX_ERROR_BODY), b"")
+                    ex.fail(_status_kind(resp.status_code), f"HTTP {resp.status_code}: {excerpt(text)}")
                 elif "text/event-stream" not in ctype:
                     ex.fail("malformed_stream", f"expected text/event-stream, got {ctype or 'no content type'}")
                 else:
-                    self._read_stream(resp.iter_raw(), decoder, ex)
+                    self._read_stream(resp.iter_raw(), decoder, ex, ex.send_ns + int(self._t.request_s * 1e9),
+                                      self._t.request_s)
         except gevent.Timeout as exc:
             if exc is not limit:
                 raise
-            ex.fail("timeout", f"no complete response within request_timeout_s={self._t.request_s:g}")
+            _timed_out(ex, self._t.request_s)
+        except LineTooLong as exc:
+            ex.fail("malformed_stream", str(exc))
         except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
             ex.fail("stalled", f"no data for stream_idle_timeout_s={self._t.idle_s:g}")
         except httpx.HTTPError as exc:
@@ -230,20 +250,22 @@ class HttpxStreamClient:
                 ex.end_ns = time.perf_counter_ns()
 
     @staticmethod
-    def _read_stream(chunks: object, decoder: SseDecoder, ex: Exchange) -> None:
+    def _read_stream(chunks: object, decoder: SseDecoder, ex: Exchange, deadline_ns: int, request_s: float) -> None:
         clock = time.perf_counter_ns
-        pending = b""
+        lines = LineSplitter()
         for chunk in chunks:  # type: ignore[attr-defined]
             now = clock()
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
+            for line in lines.feed(chunk):
                 if decoder.feed_line(line, now):
                     ex.end_ns = now
                     return
+            if now > deadline_ns:
+                _timed_out(ex, request_s)
+                ex.end_ns = now
+                return
         now = clock()
-        if pending:
-            decoder.feed_line(pending, now)
+        if lines.rest():
+            decoder.feed_line(lines.rest(), now)
         decoder.finish()
         ex.end_ns = now
 

@@ -308,7 +308,8 @@ class StepDriver:
             prompt_tokens=st.prompt_tokens, output_tokens=output, cached_tokens=st.cached_tokens,
             http_status=ex.http_status, error_kind=st.error_kind, error_detail=st.error_detail,
             response_id=st.response_id, hash_ids=list(item.hash_ids),
-            hash_block_tokens=spec.workload.hash_block_tokens, drill=spec.drill, drill_phase=spec.drill_phase)
+            hash_block_tokens=spec.workload.hash_block_tokens, drill=spec.drill, drill_phase=spec.drill_phase,
+            attempt=spec.attempt)
         self.requests += 1
         if st.error_kind is not None:
             self.errors_by_kind[st.error_kind] += 1

@@ -59,7 +59,7 @@ def _write_outcome(spec: StepSpec, outcome: RunnerOutcome) -> None:
 def _failed(spec: StepSpec, message: str) -> RunnerOutcome:
     now, wall = time.perf_counter_ns(), time.time_ns()
     return RunnerOutcome(start_ns=now, end_ns=now, start_wall_ns=wall, end_wall_ns=wall, error=message,
-                         processes=spec.processes)
+                         processes=spec.processes, harness_failure=True)
 
 
 def cmd_run(spec_path: Path) -> int:
@@ -73,7 +73,7 @@ def cmd_run(spec_path: Path) -> int:
         distributed = spec.processes > 1 or spec.remote_workers > 0
         outcome = run_master(spec) if distributed else run_local(spec)
     except (LoadConfigError, TraceLoadError) as exc:
-        _write_outcome(spec, _failed(spec, str(exc)).model_copy(update={"bad_input": True}))
+        _write_outcome(spec, _failed(spec, str(exc)).model_copy(update={"bad_input": True, "harness_failure": False}))
         return EXIT_BAD_INPUT
     except Exception as exc:
         log.exception("load runner failed")

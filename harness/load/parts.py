@@ -5,7 +5,8 @@ A :class:`PartWriter` buffers :class:`harness.records.RequestRecord` rows and wr
 seconds (checked as records arrive and by the caller's timer) and at the end of a step. Each part is written
 to a temporary name and renamed, so a crash leaves whole parts only and loses at most the rows not yet
 flushed. :func:`build_requests_parquet` concatenates every part of a run; a part that cannot be read is
-skipped with a warning, never taking the others with it.
+skipped with a warning, never taking the others with it. Parts written before a column existed (``attempt``) read
+with that column filled in (attempt 1).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from harness.rundir import RunDir
 log = logging.getLogger(__name__)
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 PART_GLOB = "part-*.parquet"
+REQUESTS_SCHEMA = SCHEMA.append(pa.field("superseded", pa.bool_()))  # requests.parquet: the records + the marker
 
 
 def part_prefix(step_index: int, step_label: str, drill: str | None = None, drill_phase: str | None = None) -> str:
@@ -89,6 +91,16 @@ class PartWriter:
         return path
 
 
+def _conform(table: pa.Table) -> pa.Table:
+    """A part in the record schema; a column it predates is added (``attempt`` = 1, others empty)."""
+    for field in SCHEMA:
+        if field.name not in table.column_names:
+            fill = pa.array([1] * table.num_rows, field.type) if field.name == "attempt" else \
+                pa.nulls(table.num_rows, field.type)
+            table = table.append_column(field.name, fill)
+    return table.select(SCHEMA.names).cast(SCHEMA)
+
+
 def read_parts(paths: list[Path]) -> tuple[pa.Table, list[str]]:
     """Concatenate readable parts (schema-conformed); unreadable ones are named in the warnings."""
     tables: list[pa.Table] = []
@@ -96,7 +108,7 @@ def read_parts(paths: list[Path]) -> tuple[pa.Table, list[str]]:
     for path in paths:
         try:
             table = pq.read_table(path)
-            tables.append(table.select(SCHEMA.names).cast(SCHEMA))
+            tables.append(_conform(table))
         except (OSError, pa.ArrowException, KeyError, ValueError) as exc:
             warnings.append(f"skipped unreadable record part {path}: {type(exc).__name__}: {exc}")
     if not tables:
@@ -120,14 +132,22 @@ def count_rows(paths: list[Path]) -> tuple[int, int]:
 def build_requests_parquet(run_dir: Path) -> Path:
     """Concatenate every record part of a run into ``requests.parquet`` (ordered by wall-clock send time).
 
-    Unreadable parts (truncated by a crash, say) are skipped with a logged warning. Returns the file's path.
+    Unreadable parts (truncated by a crash, say) are skipped with a logged warning. A last column, ``superseded``,
+    marks the rows of an attempt that a later attempt of the same step replaced (:mod:`harness.attempts`): they are
+    kept, and no figure uses them. Returns the file's path.
     """
+    from harness.attempts import superseded_mask
+    from harness.jsonl import read_objects
+
     rd = RunDir(run_dir)
     table, warnings = read_parts(find_parts(rd.root / "records"))
     for warning in warnings:
         log.warning(warning)
     if table.num_rows:
         table = table.sort_by([("send_wall_ns", "ascending"), ("request_id", "ascending")])
+    keys = table.select(["arm", "step", "drill", "attempt"]).to_pandas()
+    superseded = superseded_mask(keys, read_objects(rd.steps))
+    table = table.append_column(REQUESTS_SCHEMA.field(-1), pa.array(superseded, pa.bool_()))
     tmp = rd.requests.with_name(".requests.parquet.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, rd.requests)

@@ -83,10 +83,12 @@ def load_trace(source: TraceSource, *, max_model_len: int | None = None,
     path = Path(source.path)
     if not path.is_absolute() and base_dir is not None:
         path = base_dir / path
-    try:
+    try:  # read_mooncake refuses FIFOs, devices, huge files, over-long lines; too deep JSON is a bad line
         raw = read_mooncake(path, on_bad_line="skip")
-    except (OSError, TraceFormatError) as exc:
-        raise TraceLoadError(f"{path}: cannot read the trace ({exc})") from None
+    except TraceFormatError as exc:
+        raise TraceLoadError(f"cannot read the trace: {exc}") from None
+    except OSError as exc:
+        raise TraceLoadError(f"{path}: cannot read the trace ({exc.strerror or exc})") from None
     bad = list(raw.bad_lines)
     good: list[TraceRequest] = []
     for req in raw.requests:

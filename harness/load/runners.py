@@ -1,16 +1,22 @@
 """Warm load runners (parent side): locust processes kept between steps so a step starts in milliseconds.
 
-A runner is ``python -m harness.load.locust_runner serve`` in its own process group: it imports gevent,
-locust, pydantic and pyarrow once, then runs one step per ``RUN <spec file>`` line on its stdin. The pool
+A runner is ``python -m harness.load.warm_runner DIR`` (``locust_runner serve`` under a parent watchdog) in its own
+process group: it imports gevent, locust, pydantic and pyarrow once, then runs one step per ``RUN <spec file>`` line
+on its stdin. The pool
 keeps at most one idle runner; a runner whose step was cancelled or timed out is killed, never reused. Runners
-exit when their stdin closes, so they cannot outlive this process; :func:`shutdown_runners` (also run at exit)
-stops them explicitly.
+exit when their stdin closes, and a parent watchdog (:mod:`harness.load.warm_runner`) ends one mid-step when this
+process dies, so they cannot outlive it; :func:`shutdown_runners` (also run at exit) stops them explicitly.
+
+The runners' logs live in a temporary ``harness-load-runners-*`` directory holding an owner record (this process's
+pid and start time). It is removed at shutdown, by a runner that finds its harness gone, and by ``harness cleanup
+--all-stale`` (:func:`runner_dirs` lists them) when its owner is dead.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -20,6 +26,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.launch.owner import current, parse_pid_start, process_alive
+from harness.launch.state import owned_file
+from harness.watchdog import child_env
+
+DIR_PREFIX = "harness-load-runners-"
+OWNER_FILE = "owner.json"
+MAX_DIRS_LISTED = 1000
 
 
 @dataclass
@@ -86,13 +100,14 @@ class RunnerPool:
         self._dir: Path | None = None
 
     def _start(self) -> Runner:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="harness-load-runners-"))
+        if self._dir is None or not self._dir.is_dir():
+            self._dir = make_runner_dir()
         log_path = self._dir / f"runner-{len(self._all)}.log"
         with log_path.open("wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "harness.load.locust_runner", "serve"],
+            proc = subprocess.Popen([sys.executable, "-m", "harness.load.warm_runner", str(self._dir)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                    start_new_session=True,
+                                    env={**os.environ, **child_env(), "PYTHONUNBUFFERED": "1"})
         runner = Runner(proc, log_path)
         self._all.append(runner)
         return runner
@@ -136,6 +151,54 @@ class RunnerPool:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
+
+
+def make_runner_dir() -> Path:
+    """A new temporary directory for runner logs, with this process named as its owner."""
+    path = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
+    (path / OWNER_FILE).write_text(json.dumps({"owner": current().text()}), encoding="utf-8")
+    return path
+
+
+def dir_owner(path: Path) -> tuple[int, float] | None:
+    """(pid, start time) from a runner directory's owner record; None when it has none this user wrote."""
+    record = path / OWNER_FILE
+    if not owned_file(record):
+        return None
+    try:
+        data = json.loads(record.read_text(encoding="utf-8")[:1000])
+    except (OSError, ValueError):
+        return None
+    return parse_pid_start(str(data.get("owner", ""))) if isinstance(data, dict) else None
+
+
+def orphaned(path: Path) -> bool:
+    """A runner directory of this user whose owning harness process is gone."""
+    owner = dir_owner(path)
+    return path.name.startswith(DIR_PREFIX) and owner is not None and not process_alive(*owner)
+
+
+def remove_if_orphaned(path: Path) -> bool:
+    """Remove a runner directory whose owner is dead; returns whether it was removed."""
+    if not orphaned(path):
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return not path.exists()
+
+
+def runner_dirs() -> list[Path]:
+    """This user's runner directories in the temporary directory (at most :data:`MAX_DIRS_LISTED`)."""
+    found: list[Path] = []
+    with contextlib.suppress(OSError), os.scandir(tempfile.gettempdir()) as entries:
+        for entry in entries:
+            if len(found) >= MAX_DIRS_LISTED:
+                break
+            if not entry.name.startswith(DIR_PREFIX):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == os.getuid():
+                    found.append(Path(entry.path))
+    return sorted(found)
 
 
 POOL = RunnerPool()

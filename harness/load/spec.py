@@ -55,6 +55,7 @@ class StepSpec(_Model):
     stop_path: str | None = None  # a sequential step ends its sending early once this file exists
     saturation_cpu_percent: float = Field(default=90.0, gt=0)
     saturation_lag_ms: float = Field(default=20.0, gt=0)
+    attempt: int = Field(default=1, ge=1)  # written into every record (see harness.attempts)
 
 
 class RunnerOutcome(_Model):
@@ -71,6 +72,7 @@ class RunnerOutcome(_Model):
     interrupted: bool = False
     error: str | None = None
     bad_input: bool = False  # the workload could not be planned (error says why)
+    harness_failure: bool = False  # ``error`` is the load generator's own failure (not the server's)
     cpu_s: float = 0.0
     wall_s: float = 0.0
     processes: int = 1

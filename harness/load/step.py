@@ -32,6 +32,7 @@ from harness.summary import ClientHealth
 
 START_ALLOWANCE_S = 120.0  # a cold runner's imports on a busy host, the plan, worker connections
 CANCEL_GRACE_S = 8.0
+FORCED_GRACE_S = 1.5  # after a second Ctrl-C, the runner's last chance to flush its records
 POLL_S = 0.05
 LOG_TAIL_LINES = 15
 log = logging.getLogger(__name__)
@@ -74,6 +75,7 @@ class StepRun:
     # decision is settled; a reason ends the step's sending early (in-flight requests drain as usual).
     looks_s: list[float] = field(default_factory=list)
     on_look: Callable[[float], str | None] | None = None
+    attempt: int = 1  # this step's attempt in the run (see harness.attempts); written into every record
 
 
 @dataclass
@@ -96,6 +98,7 @@ class StepOutcome:
     processes: int = 1
     ended_early: bool = False
     stop_reason: str | None = None
+    harness_failure: bool = False  # ``error`` is the load generator's own failure (it died, could not write records)
 
 
 def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
@@ -111,7 +114,8 @@ def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
         master_port=req.master_port, worker_wait_s=req.worker_wait_s, flush_every=req.flush_every,
         flush_interval_s=req.flush_interval_s, outcome_path=str(outcome_path),
         stop_path=str(outcome_path.with_name("stop")) if req.on_look is not None and req.looks_s else None,
-        saturation_cpu_percent=req.saturation_cpu_percent, saturation_lag_ms=req.saturation_lag_ms)
+        saturation_cpu_percent=req.saturation_cpu_percent, saturation_lag_ms=req.saturation_lag_ms,
+        attempt=req.attempt)
 
 
 def _time_limit(req: StepRun, duration_s: float | None) -> float | None:
@@ -169,14 +173,26 @@ def _supervise(runner: Runner, outcome_path: Path, cancel: threading.Event | Non
                 runner.signal(signal.SIGTERM if now - stop_sent < 2 * CANCEL_GRACE_S else signal.SIGKILL)
             time.sleep(POLL_S)
         except KeyboardInterrupt:
-            if watch.keyboard:  # a second Ctrl-C: stop at once
-                runner.signal(signal.SIGKILL)
+            if watch.keyboard or stop_sent is not None or (cancel is not None and cancel.is_set()):
+                # a second Ctrl-C (the first set ``cancel``): stop (nearly) at once
+                _force(runner, outcome_path)
                 raise
             watch.keyboard = watch.cancelled = True
             runner.signal(signal.SIGINT)
             stop_sent = time.monotonic()
     watch.clean = stop_sent is None and runner.alive()
     return watch
+
+
+def _force(runner: Runner, outcome_path: Path) -> None:
+    """A forced stop: the runner, already asked to stop, gets ``FORCED_GRACE_S`` to flush its records, then SIGKILL."""
+    try:
+        runner.signal(signal.SIGTERM)
+        deadline = time.monotonic() + FORCED_GRACE_S
+        while runner.alive() and not outcome_path.exists() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+    finally:
+        runner.signal(signal.SIGKILL)
 
 
 def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome:
@@ -219,7 +235,7 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
         now, wall = time.perf_counter_ns(), time.time_ns()
         reason = "was interrupted" if cancelled else "died"
         result = RunnerOutcome(start_ns=start_ns, end_ns=now, start_wall_ns=start_wall, end_wall_ns=wall,
-                               requests=requests, errors=errors, interrupted=cancelled,
+                               requests=requests, errors=errors, interrupted=cancelled, harness_failure=True,
                                error=f"the load generator {reason} without an outcome" + (f": {tail}" if tail else ""))
     health = assess(cpu_s=result.cpu_s, wall_s=result.wall_s, max_process_cpu_percent=result.max_process_cpu_percent,
                     lag_p50_ms=result.send_lag_ms_p50, lag_p99_ms=result.send_lag_ms_p99,
@@ -233,7 +249,8 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
                        client=health, interrupted=result.interrupted or cancelled, error=result.error,
                        errors_by_kind=result.errors_by_kind, warnings=warnings, parts=new_parts,
                        cpu_s=result.cpu_s, processes=result.processes, ended_early=result.ended_early,
-                       stop_reason=watch.stop_reason if result.ended_early else None)
+                       stop_reason=watch.stop_reason if result.ended_early else None,
+                       harness_failure=result.harness_failure and result.error is not None)
 
 
 def _read_outcome(path: Path) -> RunnerOutcome | None:

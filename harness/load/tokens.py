@@ -5,17 +5,23 @@ per run, tokens per word and the fixed overheads (BOS, chat template) with the s
 endpoint where it exists (vLLM, the simulator), else from ``usage.prompt_tokens`` of two tiny non-streamed
 requests, else it falls back to a heuristic and says so. The method is recorded with the calibration; target
 and actual lengths are both recorded per request (``prompt_tokens_target`` / ``prompt_tokens``).
+
+Each calibration request is one whole request under ``timeout_s`` with its answer capped
+(:data:`~harness.net.caps.API_MAX_BYTES`): at most 8 requests, so a hostile server costs at most
+``8 * timeout_s``; ``cancel`` (Ctrl-C) ends it within about 0.1 s.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any, Literal
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.load.text import filler, key_words, stable_key
+from harness.net.bounded import FetchCancelled, FetchError, fetch
+from harness.net.caps import API_MAX_BYTES
 
 CalibrationMethod = Literal["tokenize", "usage", "heuristic", "exact-words"]
 
@@ -76,14 +82,23 @@ def server_root(base_url: str) -> str:
     return root[:-3] if root.endswith("/v1") else root
 
 
-Counter = Callable[[httpx.Client, str, str, dict[str, Any]], tuple[int, int | None]]
+Post = Callable[[str, dict[str, Any]], Any]
+"""POST a JSON body to a URL and return the parsed JSON answer (raises FetchError / ValueError)."""
+Counter = Callable[[Post, str, str, dict[str, Any]], tuple[int, int | None]]
 
 
-def _count_tokenize(client: httpx.Client, root: str, model: str,
-                    payload: dict[str, Any]) -> tuple[int, int | None]:
-    resp = client.post(f"{root}/tokenize", json={"model": model, **payload})
-    resp.raise_for_status()
-    body = resp.json()
+def _poster(timeout_s: float, cancel: threading.Event | None) -> Post:
+    def post(url: str, body: dict[str, Any]) -> Any:
+        resp = fetch("POST", url, deadline_s=timeout_s, max_body_bytes=API_MAX_BYTES, json_body=body,
+                     cancel=cancel)
+        if resp.status != 200:
+            raise FetchError(f"HTTP {resp.status}")
+        return resp.json()
+    return post
+
+
+def _count_tokenize(post: Post, root: str, model: str, payload: dict[str, Any]) -> tuple[int, int | None]:
+    body = post(f"{root}/tokenize", {"model": model, **payload})
     count = body.get("count")
     if not isinstance(count, int):
         tokens = body.get("tokens")
@@ -94,19 +109,16 @@ def _count_tokenize(client: httpx.Client, root: str, model: str,
     return count, mml if isinstance(mml, int) else None
 
 
-def _count_usage(client: httpx.Client, root: str, model: str,
-                 payload: dict[str, Any]) -> tuple[int, int | None]:
+def _count_usage(post: Post, root: str, model: str, payload: dict[str, Any]) -> tuple[int, int | None]:
     path = "/v1/chat/completions" if "messages" in payload else "/v1/completions"
-    resp = client.post(f"{root}{path}", json={"model": model, **payload, "max_tokens": 1, "stream": False,
-                                              "temperature": 0})
-    resp.raise_for_status()
-    count = resp.json().get("usage", {}).get("prompt_tokens")
+    body = post(f"{root}{path}", {"model": model, **payload, "max_tokens": 1, "stream": False, "temperature": 0})
+    count = body.get("usage", {}).get("prompt_tokens")
     if not isinstance(count, int):
         raise ValueError(f"{path} answered without usage.prompt_tokens")
     return count, None
 
 
-def _fit(count: Counter, model: str, client: httpx.Client, root: str) -> tuple[TokenCalibration, int | None]:
+def _fit(count: Counter, model: str, client: Post, root: str) -> tuple[TokenCalibration, int | None]:
     small, large = calibration_text(_SMALL), calibration_text(_LARGE)
     c_small, mml = count(client, root, model, {"prompt": small})
     c_large, mml2 = count(client, root, model, {"prompt": large})
@@ -127,23 +139,28 @@ def _fit(count: Counter, model: str, client: httpx.Client, root: str) -> tuple[T
     return calib, mml or mml2
 
 
-def calibrate_tokenizer(base_url: str, served_model: str, timeout_s: float = 30.0) -> TokenCalibration:
+def calibrate_tokenizer(base_url: str, served_model: str, timeout_s: float = 30.0, *,
+                        cancel: threading.Event | None = None) -> TokenCalibration:
     """Measure the server's tokenizer: ``/tokenize`` first, then usage counts, then a recorded heuristic.
 
-    Never raises for server trouble: the fallback says in ``note`` what failed.
+    Never raises for server trouble: the fallback says in ``note`` what failed (also when ``cancel`` was set).
     """
     root = server_root(base_url)
     problems: list[str] = []
-    with httpx.Client(timeout=timeout_s) as client:
-        try:
-            calib, _ = _fit(_count_tokenize, served_model, client, root)
-            return calib
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            problems.append(f"/tokenize: {type(exc).__name__}: {exc}")
-        try:
-            calib, _ = _fit(_count_usage, served_model, client, root)
-            return calib.model_copy(update={"method": "usage", "note": "no /tokenize; measured from "
-                                            "usage.prompt_tokens (" + problems[0][:160] + ")"})
-        except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            problems.append(f"usage: {type(exc).__name__}: {exc}")
+    client = _poster(timeout_s, cancel)
+    try:
+        calib, _ = _fit(_count_tokenize, served_model, client, root)
+        return calib
+    except FetchCancelled:
+        return HEURISTIC.model_copy(update={"note": HEURISTIC_NOTE + "; calibration interrupted"})
+    except (FetchError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        problems.append(f"/tokenize: {type(exc).__name__}: {exc}")
+    try:
+        calib, _ = _fit(_count_usage, served_model, client, root)
+        return calib.model_copy(update={"method": "usage", "note": "no /tokenize; measured from "
+                                        "usage.prompt_tokens (" + problems[0][:160] + ")"})
+    except FetchCancelled:
+        problems.append("usage: interrupted")
+    except (FetchError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        problems.append(f"usage: {type(exc).__name__}: {exc}")
     return HEURISTIC.model_copy(update={"note": HEURISTIC_NOTE + "; " + "; ".join(p[:160] for p in problems)})

@@ -86,7 +86,7 @@ def read_run(run_dir: Path) -> Throughput:
     if summary.is_file():
         try:
             data = json.loads(summary.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise PowerInputError(f"{where}: summary.json cannot be read ({exc}); rebuild it with "
                                   f"`harness report {run_dir}`") from None
         if not isinstance(data, dict):

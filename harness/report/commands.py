@@ -1,38 +1,85 @@
 """CLI commands for ``harness report``, ``harness compare`` and ``harness index`` (typer functions; wired in cli.py).
 
-Exit codes: 0 done, 2 bad input (not a run directory, missing or invalid summary.json) with one message on
-stderr and no traceback. The renderers (and matplotlib) are imported when a command runs, so importing this
-module to build the CLI stays cheap.
+Exit codes (shared/DESIGN.md): 0 done; 2 bad input (not a run directory; a missing, corrupt or wrongly shaped
+file, named with its field; a scenario.yaml the loader refuses); 4 a report that could not be written (disk
+full, read-only: the message names the file and says what was kept) or any unexpected error (one line naming
+what failed; with ``--debug`` / ``HARNESS_DEBUG=1`` it goes on to :mod:`harness.boundary`, which adds the
+traceback). Never 1 (CI reads 1 as no-go) and never a traceback. The renderers (and matplotlib) are imported when
+a command runs, so importing this module to build the CLI stays cheap.
 """
 
 from __future__ import annotations
 
-import re
+import errno
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
+from pydantic import ValidationError
 
+from harness.boundary import DEBUG_ENV, debug_enabled, short_message
+from harness.config import ScenarioError
+from harness.report.bounded_json import describe_errors
+from harness.report.errors import ReportWriteError
 from harness.report.load import ReportInputError, check_run_dir
 from harness.summary import Summary
+from harness.term import safe_text
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
+EXIT_FAILED = 4
 SummaryBuilder = Callable[[Path], Summary]
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+T = TypeVar("T")
 
 RunDirArg = Annotated[Path, typer.Argument(help="a run directory, e.g. results/<run-id>/", show_default=False)]
 
 
-def _clean(text: str) -> str:
-    """Terminal-safe text: control characters (escape sequences) from summaries are not passed to the terminal."""
-    return _CONTROL.sub("?", text)
+def _say_error(message: str, code: int) -> typer.Exit:
+    typer.echo(f"error: {safe_text(message)}", err=True)
+    return typer.Exit(code)
 
 
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {_clean(str(exc))}", err=True)
-    return typer.Exit(EXIT_BAD_INPUT)
+def _write_failure(exc: ReportWriteError, output: str, rerun: str) -> str:
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    head = f"cannot write {output}" + (" (the disk is full)" if full else "")
+    kept = []
+    if exc.written:
+        kept.append(f"rewritten before it: {', '.join(p.name for p in exc.written)}")
+    kept.append(f"kept as they were (each file is replaced whole or not at all): "
+                f"{', '.join(p.name for p in exc.unchanged)}")
+    return (f"{head}: {exc.strerror}: {exc.path}; {'; '.join(kept)}; the run's own files are untouched: "
+            f"{'free space' if full else 'fix that'}, then `{rerun}`")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def guarded(what: str, rerun: str, work: Callable[[], T], output: str = "the report") -> T:
+    """Run ``work``; turn every failure into one message and the exit code the CLI contract gives it.
+
+    ``what`` starts messages about the input or an unexpected error, ``output`` names what a failed write was
+    writing, and ``rerun`` is the command to run again once the problem is fixed."""
+    try:
+        return work()
+    except (ReportInputError, ScenarioError) as exc:
+        raise _say_error(str(exc), EXIT_BAD_INPUT) from None
+    except ReportWriteError as exc:
+        raise _say_error(_write_failure(exc, output, rerun), EXIT_FAILED) from None
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        raise _say_error(f"{what}: a file operation failed: {exc.strerror or exc}{where}", EXIT_FAILED) from None
+    except ValidationError as exc:  # a summary the run's files do not make
+        raise _say_error(f"{what}: {describe_errors(exc)}", EXIT_BAD_INPUT) from None
+    except ValueError as exc:  # the analysis refused the run's data (it names the file where it can)
+        raise _say_error(f"{what}: {_first_line(exc)}", EXIT_BAD_INPUT) from None
+    except Exception as exc:
+        if debug_enabled():
+            raise  # harness.cli.main's boundary prints the traceback (and still exits 4)
+        raise _say_error(f"{what}: unexpected {short_message(exc)} (run with --debug or {DEBUG_ENV}=1 for the "
+                         "traceback)", EXIT_FAILED) from None
 
 
 def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., None]:
@@ -46,14 +93,14 @@ def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., 
         """Rebuild summary.json, summary.md, junit.xml and report.html from a run directory."""
         from harness.report.writers import render_run
 
-        try:
+        def work() -> dict[str, Path]:
             check_run_dir(run_dir)
             summary = rebuild(run_dir) if rebuild is not None and not from_summary else None
-            written = render_run(run_dir, summary)
-        except (ReportInputError, ValueError, OSError) as exc:
-            raise _fail(exc) from None
+            return render_run(run_dir, summary)
+
+        written = guarded(f"cannot rebuild the report of {run_dir}", f"harness report {run_dir}", work)
         for name, path in written.items():
-            typer.echo(f"{name:6s} {_clean(str(path))}")
+            typer.echo(f"{name:6s} {safe_text(path)}")
 
     return report_command
 
@@ -68,32 +115,31 @@ def compare_command(
 ) -> None:
     """Show what changed from RUN_A to RUN_B: verdict, decisions, p99 TTFT/ITL, throughput, hit rate (B/A), with
     percentile intervals and B/A ratio intervals computed from both runs' requests.parquet."""
-    from harness.report.compare import comparison_lines
+    from harness.report.compare import Comparison, comparison_lines
     from harness.report.compare_ratios import compare_runs
     from harness.report.writers import html_safe_json
 
-    try:
+    def work() -> Comparison:
         check_run_dir(run_a)
         check_run_dir(run_b)
-        cmp = compare_runs(run_a, run_b)
-    except (ReportInputError, OSError) as exc:
-        raise _fail(exc) from None
+        return compare_runs(run_a, run_b)
+
+    cmp = guarded(f"cannot compare {run_a} with {run_b}", f"harness compare {run_a} {run_b}", work)
     if json_out:
         typer.echo(html_safe_json(cmp.model_dump_json(indent=2)))
         return
     for line in comparison_lines(cmp):
-        typer.echo(_clean(line))
+        typer.echo(safe_text(line))
 
 
 def index_command(
     results_dir: Annotated[Path, typer.Argument(help="the results folder holding run directories")] = Path("results"),
 ) -> None:
-    """Rebuild results/index.html and index.json: runs with verdict, date, scenario, engine, and p99 TTFT trends."""
+    """Rebuild results/index.html and index.json: runs with verdict, date, scenario, engine, and p99 TTFT trends.
+    A run whose summary.json cannot be read is listed as unreadable, with the reason."""
     from harness.report.index import write_index
 
-    try:
-        written = write_index(results_dir)
-    except (ReportInputError, OSError) as exc:
-        raise _fail(exc) from None
+    written = guarded(f"cannot rebuild the index of {results_dir}", f"harness index {results_dir}",
+                      lambda: write_index(results_dir), output="the results index")
     for name, path in written.items():
-        typer.echo(f"{name:6s} {_clean(str(path))}")
+        typer.echo(f"{name:6s} {safe_text(path)}")

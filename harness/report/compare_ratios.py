@@ -10,9 +10,9 @@ Per arm (matched by name) and step (matched by index), with :mod:`harness.analys
   request are correlated, so this interval can be too narrow); unresolved whenever either summary's p99 ITL is;
 * **output tokens/s**: :func:`~harness.analysis.intervals.sum_ratio` of output tokens over each step's duration.
 
-When either run lacks its request records the comparison uses the summaries' figures alone and says so; a step
-without records on one side gets no interval (its summary ratio stands, marked ``?`` when a percentile is
-unresolved).
+When either run lacks its request records, or they cannot be read (not Parquet, wrong column types), the
+comparison uses the summaries' figures alone and says so, with the reason; a step without records on one side gets
+no interval (its summary ratio stands, marked ``?`` when a percentile is unresolved).
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.report.compare import Comparison, Intervals, compare_summaries
+from harness.report.errors import ReportInputError
 from harness.report.load import load_summary
+from harness.report.rundir_read import check_requests
 from harness.rundir import RunDir
 from harness.summary import ArmSummary, RatioCI, Summary
 
@@ -41,11 +43,15 @@ def has_requests(run_dir: Path) -> bool:
 
 
 def load_frame(run_dir: Path) -> pd.DataFrame:
-    """The run's requests with derived latencies (TTFT, output tokens)."""
+    """The run's requests with derived latencies (TTFT, output tokens); rows of superseded attempts left out."""
     from harness.analysis import load_requests
     from harness.analysis.latency import ensure_derived
+    from harness.attempts import superseded_mask
+    from harness.jsonl import read_objects
 
-    return ensure_derived(load_requests(run_dir))
+    frame = load_requests(run_dir)
+    frame = frame[~superseded_mask(frame, read_objects(RunDir(run_dir).steps))].reset_index(drop=True)
+    return ensure_derived(frame)
 
 
 def plan_keys(frame: pd.DataFrame) -> npt.NDArray[np.str_]:
@@ -127,8 +133,10 @@ def compare_runs(run_a: Path, run_b: Path) -> Comparison:
         return compare_summaries(a, b, ratio_source=f"summaries only ({', '.join(lacking)} missing): ratios have "
                                                     "no interval")
     try:
+        for run_dir in (run_a, run_b):
+            check_requests(RunDir(run_dir))
         intervals = ratio_intervals(a, b, load_frame(run_a), load_frame(run_b))
-    except (OSError, ValueError, KeyError) as exc:
+    except (ReportInputError, OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("ratio intervals not computed: %s", exc)
         return compare_summaries(a, b, ratio_source=f"summaries only (the request records could not be read: "
                                                     f"{exc}): ratios have no interval")

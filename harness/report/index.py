@@ -2,7 +2,9 @@
 p99 TTFT per arm across the runs of each scenario (for scheduled CI).
 
 Only the immediate sub-folders of the results folder that hold a ``summary.json`` are runs; one whose summary
-cannot be read is listed with the reason instead of stopping the index.
+cannot be read (corrupt, nested too deep, not a regular file, or anything else that goes wrong with it) is listed
+as unreadable with the reason instead of stopping the index. :func:`refresh_index`, called at the end of every
+``harness run``, never raises: a failure there is a warning and never changes the run's exit code.
 """
 
 from __future__ import annotations
@@ -13,17 +15,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.boundary import short_message
 from harness.report.charts import Chart
 from harness.report.charts_time import TrendSeries, trend_chart
 from harness.report.fmt import top_step
 from harness.report.links import safe_href
 from harness.report.load import ReportInputError, load_summary_file
 from harness.report.templating import html_env, slug
-from harness.report.writers import html_safe_json, write_atomic
+from harness.report.writers import html_safe_json, write_files
 from harness.summary import QuantileCI, Summary
 
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
 MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)
+MAX_REASON = 400       # characters of an unreadable run's reason kept in the index
 
 
 class IndexEntry(BaseModel):
@@ -56,13 +60,21 @@ class ScenarioTrend:
     chart: Chart
 
 
+def _unreadable(run_dir: Path, reason: str) -> IndexEntry:
+    if len(reason) > MAX_REASON:
+        reason = reason[:MAX_REASON] + "..."
+    return IndexEntry(run_dir=run_dir.name, href=None, ok=False, error=reason)
+
+
 def _entry(run_dir: Path) -> IndexEntry:
     href = safe_href(f"{run_dir.name}/report.html")
     try:
         summary = load_summary_file(run_dir / "summary.json")
+        return _from_summary(run_dir, summary, href if (run_dir / "report.html").is_file() else None)
     except ReportInputError as exc:
-        return IndexEntry(run_dir=run_dir.name, href=None, ok=False, error=str(exc))
-    return _from_summary(run_dir, summary, href if (run_dir / "report.html").is_file() else None)
+        return _unreadable(run_dir, str(exc))
+    except Exception as exc:  # one odd run must not stop the index of all the others
+        return _unreadable(run_dir, f"{run_dir / 'summary.json'}: cannot be listed: {short_message(exc)}")
 
 
 def _from_summary(run_dir: Path, s: Summary, href: str | None) -> IndexEntry:
@@ -83,11 +95,20 @@ def scan_runs(results_dir: Path) -> tuple[list[IndexEntry], int]:
     """Runs under ``results_dir`` newest first (at most :data:`MAX_RUNS`), and how many were left out."""
     if not results_dir.is_dir():
         raise ReportInputError(f"{results_dir}: not a directory (give the results folder, e.g. results/)")
-    candidates = sorted((p for p in results_dir.iterdir() if p.is_dir() and (p / "summary.json").exists()),
-                        key=lambda p: p.name, reverse=True)
+    try:
+        candidates = sorted((p for p in results_dir.iterdir() if _is_run(p)), key=lambda p: p.name, reverse=True)
+    except OSError as exc:
+        raise ReportInputError(f"{results_dir}: cannot list it ({exc.strerror or exc})") from None
     entries = [_entry(p) for p in candidates[:MAX_RUNS]]
     entries.sort(key=lambda e: (e.started_at or "", e.run_dir), reverse=True)
     return entries, max(0, len(candidates) - MAX_RUNS)
+
+
+def _is_run(path: Path) -> bool:
+    try:
+        return path.is_dir() and ((path / "summary.json").exists() or (path / "summary.json").is_symlink())
+    except OSError:  # a folder the harness may not look into is not listed
+        return False
 
 
 def scenario_trends(entries: list[IndexEntry]) -> list[ScenarioTrend]:
@@ -117,5 +138,20 @@ def write_index(results_dir: Path) -> dict[str, Path]:
     html = html_env().get_template("index.html.j2").render(entries=entries, trends=trends, left_out=left_out)
     data = {"runs": [e.model_dump() for e in entries], "left_out": left_out}
     text = html_safe_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
-    return {"html": write_atomic(results_dir / "index.html", html),
-            "json": write_atomic(results_dir / "index.json", text)}
+    return write_files({"html": (results_dir / "index.html", lambda: html),
+                        "json": (results_dir / "index.json", lambda: text)})
+
+
+def refresh_index(results_dir: Path) -> str | None:
+    """Rebuild the results index after a run; returns why it could not be rebuilt (None when it was).
+
+    Never raises (but for KeyboardInterrupt/SystemExit): the index is a by-product of a run, and a corrupt
+    sibling run or a full disk must not change the run's outcome."""
+    try:
+        write_index(results_dir)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename is not None else ""
+        return f"the results index in {results_dir} was not rebuilt ({exc.strerror or exc}{where})"
+    except Exception as exc:
+        return f"the results index in {results_dir} was not rebuilt ({short_message(exc)})"
+    return None

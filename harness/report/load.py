@@ -2,46 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from harness.input_files import MIB
+from harness.report.bounded_json import describe_errors, read_json
+from harness.report.errors import ReportInputError
 from harness.rundir import RunDir
 from harness.summary import SCHEMA_VERSION, Summary
 
-MAX_SUMMARY_BYTES = 64 << 20  # a summary.json larger than this is not one the harness wrote
+MAX_SUMMARY_BYTES = 64 * MIB  # a summary.json larger than this is not one the harness wrote
 
-
-class ReportInputError(Exception):
-    """The input is not a run directory, or its summary.json is missing, unreadable or invalid."""
-
-
-def _first_errors(exc: ValidationError, limit: int = 3) -> str:
-    parts = []
-    for err in exc.errors()[:limit]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        parts.append(f"{loc}: {err['msg']}")
-    more = exc.error_count() - limit
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+__all__ = ["MAX_SUMMARY_BYTES", "ReportInputError", "check_run_dir", "load_summary", "load_summary_file"]
 
 
 def load_summary_file(path: Path) -> Summary:
-    """Parse and validate one ``summary.json`` (raises :class:`ReportInputError` with the file and field)."""
-    if not path.is_file():
-        raise ReportInputError(f"{path}: not found (a run directory holds summary.json; was the run finished, "
-                               "or is this the right directory?)")
-    try:
-        size = path.stat().st_size
-        if size > MAX_SUMMARY_BYTES:
-            raise ReportInputError(f"{path}: {size} bytes is too large for a summary.json")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ReportInputError(f"{path}: cannot read: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReportInputError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    """Parse and validate one ``summary.json`` (raises :class:`ReportInputError` with the file and field).
+
+    The file must be a regular file of at most :data:`MAX_SUMMARY_BYTES`, nested at most
+    :data:`~harness.report.bounded_json.MAX_DEPTH` deep."""
+    data = read_json(path, max_bytes=MAX_SUMMARY_BYTES, what="summary.json",
+                     missing="not found (a run directory holds summary.json; was the run finished, or is this the "
+                             "right directory?)")
     if not isinstance(data, dict):
         raise ReportInputError(f"{path}: expected a JSON object at the top level, found {type(data).__name__}")
     version = data.get("schema_version")
@@ -51,7 +34,7 @@ def load_summary_file(path: Path) -> Summary:
     try:
         return Summary.model_validate(data)
     except ValidationError as exc:
-        raise ReportInputError(f"{path}: invalid summary: {_first_errors(exc)}") from exc
+        raise ReportInputError(f"{path}: invalid summary: {describe_errors(exc)}") from None
 
 
 def check_run_dir(run_dir: Path) -> RunDir:

@@ -1,7 +1,9 @@
 """The report writers: a registry keyed by name, each a pure function of the summary (and the run directory).
 
 ``write_reports`` writes them all (``summary.json`` first, ``report.html`` last so its raw-file links see the
-others); each file is written to a temporary name and renamed, so a crash never leaves half a report.
+others); each file is written to a temporary name and renamed, so a crash never leaves half a report. A file that
+cannot be written (disk full, read-only) is a :class:`~harness.report.errors.ReportWriteError` naming it and saying
+which files were replaced before it and which are as they were.
 """
 
 from __future__ import annotations
@@ -9,8 +11,10 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
+from harness.report.errors import ReportWriteError
 from harness.report.junit import render_junit
 from harness.report.load import check_run_dir, load_summary
 from harness.report.markdown import render_markdown
@@ -55,13 +59,21 @@ def register_writer(name: str, filename: str, renderer: Renderer) -> None:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
+
+    An ``OSError`` (disk full, say) names ``path`` (not the temporary file, which is removed)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as fh:
             fh.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -75,10 +87,24 @@ def write_reports(summary: Summary, run_dir: Path, only: Iterable[str] | None = 
     if unknown:
         raise ValueError(f"unknown report writer(s) {', '.join(unknown)}; known: {', '.join(WRITERS)}")
     run_dir.mkdir(parents=True, exist_ok=True)
+    return write_files({name: (run_dir / WRITERS[name][0], partial(WRITERS[name][1], summary, run_dir))
+                        for name in names})
+
+
+def write_files(files: dict[str, tuple[Path, Callable[[], str]]]) -> dict[str, Path]:
+    """Render and write each ``name: (path, render)`` in order with :func:`write_atomic` (each text is made right
+    before its file is written, so a later one sees the files before it); returns name -> path.
+
+    The first file that cannot be written stops it with a :class:`ReportWriteError` that says which files were
+    replaced before it and which (it and those after it) are as they were."""
     written: dict[str, Path] = {}
-    for name in names:
-        filename, renderer = WRITERS[name]
-        written[name] = write_atomic(run_dir / filename, renderer(summary, run_dir))
+    paths = [path for path, _render in files.values()]
+    for position, (name, (path, render)) in enumerate(files.items()):
+        text = render()
+        try:
+            written[name] = write_atomic(path, text)
+        except OSError as exc:
+            raise ReportWriteError(exc, path, list(written.values()), paths[position:]) from exc
     return written
 
 

@@ -2,13 +2,13 @@
 
 Whatever happens (start-up error, death mid-step, Ctrl-C), the server is stopped and removed, the scraper is
 stopped, and every completed request record stays on disk. An arm that fails is journaled with the engine's last
-log lines; the caller decides whether the run goes on.
+log lines and a cause (``server``, or ``harness`` for the harness's own failures, which ``--resume`` redoes; see
+:mod:`harness.rollout.resume_state`); the caller decides whether the run goes on. Every start of a step is journaled
+as an attempt, whose number goes into the step's records and its journal entry (:mod:`harness.attempts`).
 """
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any
 from harness.checks import disk_tier
 from harness.config.arms import Arm
 from harness.config.engine import EngineSpec
+from harness.config.env_refs import resolve_env as resolve_env_refs
 from harness.config.steps import StepLevel
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
@@ -27,8 +28,10 @@ from harness.records import WARMUP_STEP
 from harness.rollout.context import RunContext
 from harness.rollout.manifest import launch_entry
 from harness.rollout.ports import free_port, port_is_free
+from harness.rollout.resume_state import ATTEMPT_EVENT, Cause, next_attempt
+from harness.secret_flags import masked_command_line
 
-_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+FORCED_STOP_S = 3.0  # a forced stop (second Ctrl-C) waits at most this long for the server to go
 
 
 class ArmInterrupted(Exception):
@@ -43,15 +46,21 @@ class ArmResult:
     status: str  # completed | failed | interrupted
     steps_done: int
     failure: dict[str, Any] | None = None
+    cause: Cause = "server"  # of a failure: the server's, or the harness's own (redone by --resume)
+
+
+@dataclass(frozen=True)
+class StepProblem:
+    """Why a step could not go on, and whose failure it was."""
+
+    message: str
+    cause: Cause
 
 
 def resolve_env(env: dict[str, str]) -> dict[str, str]:
-    """Expand ``${NAME}`` values from the harness's environment at launch time (never written anywhere)."""
-    out = {}
-    for key, value in env.items():
-        m = _ENV_REF.match(value)
-        out[key] = os.environ.get(m.group(1), "") if m else value
-    return out
+    """Expand ``${NAME}`` / ``${NAME:-default}`` values from the harness's environment at launch time (never
+    written anywhere); an unset variable without a default is refused (harness/config/env_refs.py)."""
+    return resolve_env_refs(env)
 
 
 def _host_port(engine: EngineSpec) -> int:
@@ -106,9 +115,9 @@ class ArmRunner:
         run = self.ctx.run
         lctx = LaunchContext(run_id=self.ctx.run_id, log_path=run.log(self.arm.name),
                              work_dir=run.root / "launch" / self.arm.name, secrets=self.ctx.secrets)
-        self.ctx.record_arm(self.arm.name, "starting", command=spec.command_line())
+        self.ctx.record_arm(self.arm.name, "starting", command=masked_command_line(spec.argv()))
         self.ctx.say(f"[{self.arm.name}] starting {spec.engine} ({engine.effective_launcher}): "
-                     f"{spec.command_line()}")
+                     f"{masked_command_line(spec.argv())}")
         # Recorded before the start, so a launch that fails (the engine refuses its config) keeps its command.
         entry = launch_entry(spec, {})
         self.ctx.manifest["launches"].append(entry)
@@ -133,11 +142,9 @@ class ArmRunner:
 
             write_compose(spec, f"harness-{self.arm.name}", path.parent, filename=path.name)
             return
-        env = " ".join(f"{k}=\"${{{k}}}\"" for k in sorted(spec.env))
-        script = path.with_suffix(".sh")
-        script.write_text("#!/bin/sh\n# Reproduces this arm's local-process launch (environment values are not "
-                          "recorded; export them first).\n" + (f"{env} " if env else "") + spec.command_line() + "\n",
-                          encoding="utf-8")
+        from harness.launch.compose import render_script
+
+        path.with_suffix(".sh").write_text(render_script(spec), encoding="utf-8")
 
     def run(self) -> ArmResult:
         """The whole arm; never raises for server problems (they become a failed result)."""
@@ -157,27 +164,33 @@ class ArmRunner:
                 return self._fail(exc.phase, exc.message, exc.log_tail, steps_done)
             assert self.spec is not None
             scraper = Scraper(server.base_url, self.spec.metrics, self.ctx.run.metrics_dir(self.arm.name),
-                              self.ctx.scenario.steps.scrape_interval_s)
+                              self.ctx.scenario.steps.scrape_interval_s, cancel=self.ctx.cancel)
             scraper.start()
             host = HostSampler(self.ctx.run.metrics_dir(self.arm.name), self.ctx.scenario.steps.scrape_interval_s,
                                scenario_disk_dirs(self.ctx.scenario.arms))
             host.start()
-            tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0)
+            tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0,
+                                            cancel=self.ctx.cancel)
             warm = _level_for_warmup(self.ctx)
             if warm is not None:
                 outcome = self._step(server, scraper, tokenizer, WARMUP_STEP, "warmup", warm)
                 if outcome is not None:
-                    return self._fail("step", outcome, self._tail(), steps_done)
+                    return self._fail("step", outcome.message, self._tail(), steps_done, outcome.cause)
             levels = self.ctx.scenario.steps.levels
             for index in range(self.start_step, len(levels)):
                 problem = self._step(server, scraper, tokenizer, index, levels[index].label, levels[index],
                                      **self._sequential(index, levels[index]))
                 if problem is not None:
-                    return self._fail("step", problem, self._tail(), steps_done)
+                    return self._fail("step", problem.message, self._tail(), steps_done, problem.cause)
                 steps_done = index + 1
             self._after_steps(server, scraper, tokenizer)
             self.ctx.record_arm(self.arm.name, "completed", steps=steps_done)
             return ArmResult(self.arm.name, "completed", steps_done)
+        except ArmInterrupted:
+            raise
+        except Exception as exc:  # the harness's own failure (disk full, a bug): journaled so --resume redoes it
+            self._journal_harness_error(exc, steps_done)
+            raise
         finally:
             try:
                 if host is not None:
@@ -189,6 +202,27 @@ class ArmRunner:
                     self.server.stop()
                     self.ctx.say(f"[{self.arm.name}] server stopped")
 
+    def _journal_harness_error(self, exc: Exception, steps_done: int) -> None:
+        """Best effort (the disk may be full): the arm failed because of the harness, not the server."""
+        what = f"{type(exc).__name__}: {exc}"
+        try:
+            self.ctx.record_arm(self.arm.name, "failed", steps=steps_done, cause="harness",
+                                failure=_failure("harness", what, []))
+        except OSError:
+            return
+
+    def force_stop(self) -> bool:
+        """A second Ctrl-C: end the server now (a local process is killed at once; its graceful stop may have been
+        cut short), waiting at most about ``FORCED_STOP_S``. True when it is gone."""
+        server = self.server
+        if server is None:
+            return True
+        kill = getattr(server, "kill", None)
+        if callable(kill) and server.alive():
+            kill()
+        server.stop(timeout_s=FORCED_STOP_S)
+        return not server.alive()
+
     def _sequential(self, index: int, level: StepLevel) -> dict[str, Any]:
         """Looks for a sequential step (the A/A re-run of the baseline always runs its full duration)."""
         scenario = self.ctx.scenario
@@ -199,7 +233,7 @@ class ArmRunner:
         from harness.rollout.sequential import StepLooker
 
         looker = StepLooker(scenario, self.ctx.run, self.arm, names.index(self.arm.name), index,
-                            part_prefix(index, level.label), level)
+                            part_prefix(index, level.label), level, attempt=self._attempt(index, level.label))
         looks = looker.looks_s()
         return {"looks_s": looks, "on_look": looker} if looks else {}
 
@@ -212,20 +246,33 @@ class ArmRunner:
     def _tail(self) -> list[str]:
         return self.server.log_tail(40) if self.server is not None else []
 
-    def _fail(self, phase: str, message: str, tail: list[str], steps_done: int) -> ArmResult:
+    def _fail(self, phase: str, message: str, tail: list[str], steps_done: int, cause: Cause = "server") -> ArmResult:
         failure = _failure(phase, message, tail)
-        self.ctx.record_arm(self.arm.name, "failed", steps=steps_done, failure=failure)
-        self.ctx.say(f"[{self.arm.name}] FAILED ({phase}): {message}")
-        return ArmResult(self.arm.name, "failed", steps_done, failure)
+        self.ctx.record_arm(self.arm.name, "failed", steps=steps_done, failure=failure, cause=cause)
+        whose = " — the harness's own failure, not the server's: `harness run --resume` redoes this arm" \
+            if cause == "harness" else ""
+        self.ctx.say(f"[{self.arm.name}] FAILED ({phase}): {message}{whose}")
+        return ArmResult(self.arm.name, "failed", steps_done, failure, cause)
+
+    def _attempt(self, index: int, label: str, drill: str | None = None, drill_phase: str | None = None) -> int:
+        """The number the next try of this step will have (see :mod:`harness.attempts`)."""
+        from harness.load.parts import find_parts, part_prefix
+        from harness.rollout import journal
+
+        earlier = bool(find_parts(self.ctx.run.records_dir(self.arm.name), part_prefix(index, label, drill,
+                                                                                         drill_phase)))
+        return next_attempt(journal.read(self.ctx.arms_journal), self.arm.name, index, earlier_records=earlier)
 
     def step_run(self, base_url: str, tokenizer: Any, index: int, label: str, level: StepLevel,
                  **extra: Any) -> Any:
-        """The load generator's request for one step (also used by drills)."""
+        """The load generator's request for one step (also used by drills); journals the step's new attempt."""
         from harness.load import StepRun
 
         steps = self.ctx.scenario.steps
         assert self.spec is not None
-        return StepRun(base_url=base_url, served_model=self.spec.served_model_name,
+        attempt = self._attempt(index, label, extra.get("drill"), extra.get("drill_phase"))
+        self.ctx.record_arm(self.arm.name, ATTEMPT_EVENT, step=index, label=label, attempt=attempt)
+        return StepRun(base_url=base_url, served_model=self.spec.served_model_name, attempt=attempt,
                        workload=self.ctx.scenario.workload, level=level, step_index=index, step_label=label,
                        arm=self.arm.name, records_dir=self.ctx.run.records_dir(self.arm.name),
                        request_timeout_s=steps.request_timeout_s, stream_idle_timeout_s=steps.stream_idle_timeout_s,
@@ -233,8 +280,8 @@ class ArmRunner:
                        tokenizer=tokenizer, trace_base_dir=self.ctx.scenario_dir, **extra)
 
     def _step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
-              level: StepLevel, **extra: Any) -> str | None:
-        """Run one step; returns a failure message, or None. Raises ArmInterrupted on cancel."""
+              level: StepLevel, **extra: Any) -> StepProblem | None:
+        """Run one step; returns why it could not go on, or None. Raises ArmInterrupted on cancel."""
         from harness.load import run_step
 
         if self.ctx.cancel.is_set():
@@ -256,7 +303,7 @@ class ArmRunner:
                  "warmup": index == WARMUP_STEP, "requests": outcome.requests, "errors": outcome.errors,
                  "client": outcome.client.model_dump(), "partial": bool(dead or outcome.error),
                  "error": outcome.error, "recorded_at": time.time(), "planned_duration_s": level.duration_s,
-                 "ended_early": outcome.ended_early, "stop_reason": outcome.stop_reason}
+                 "ended_early": outcome.ended_early, "stop_reason": outcome.stop_reason, "attempt": req.attempt}
         entry.update({k: v for k, v in extra.items() if k in ("drill", "drill_phase")})
         self.ctx.record_step(entry)
         if outcome.ended_early:
@@ -265,7 +312,7 @@ class ArmRunner:
                      + (f" — client saturated: {outcome.client.note}" if outcome.client.saturated else ""))
         if dead:
             how = server.exit_description() or "stopped answering"
-            return f"server {how} during {what}"
+            return StepProblem(f"server {how} during {what}", "server")
         if outcome.error:
-            return f"{what}: {outcome.error}"
+            return StepProblem(f"{what}: {outcome.error}", "harness" if outcome.harness_failure else "server")
         return None

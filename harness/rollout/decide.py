@@ -14,7 +14,9 @@ Per arm in order: ``baseline``; then for each tier
 The recommended configuration is the last ``go`` arm in an unbroken chain from the baseline. The verdict is ``go``
 when that is a tier arm; otherwise it follows the first tier arm that broke the chain: ``no-go`` for measured harm,
 ``slo-unmet`` for a shared breach, ``hold`` for missing evidence or an arm that could not be judged. ``failed`` when
-the baseline itself did not run. Exit codes: go 0, no-go 1, hold 3, failed 4, slo-unmet 5.
+the baseline itself did not run, and when any arm was stopped by the harness's own failure (phase ``harness``:
+never the tier's fault; the run is incomplete until ``--resume`` redoes it).
+Exit codes: go 0, no-go 1, hold 3, failed 4, slo-unmet 5.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ def mark_shared(rules: Sequence[RuleResult], shared_budgets: set[str]) -> list[R
 def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rules: Sequence[RuleResult],
                prev_name: str | None) -> tuple[Decision, list[str]]:
     """The decision and its reasons (sentences with numbers) for one arm (``rules`` marked by :func:`mark_shared`)."""
+    if failure is not None and failure.phase == "harness":
+        return "failed", [f"not judged: the harness itself failed (not the server, not the tier): {failure.message}; "
+                          "`harness run --resume` redoes this arm"]
     if failure is not None:
         return "failed", [f"could not be judged: failed during {failure.phase}: {failure.message}"]
     if not ran:
@@ -92,6 +97,10 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
 
 def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
     """The run's verdict from the arms' decisions (in scenario order)."""
+    harness = next((a for a in arms if a.failure is not None and a.failure.phase == "harness"), None)
+    if harness is not None:  # the run is incomplete: no verdict about any tier until it is resumed
+        return VerdictResult("failed", None, f"the run is incomplete: {harness.name} was not measured because the "
+                             "harness itself failed (not the server, not the tier); resume the run to judge it")
     if not arms or arms[0].decision == "failed":
         why = arms[0].reasons[0] if arms else "no arms"
         return VerdictResult("failed", None, f"the baseline did not run to the end ({why}); nothing to compare with")

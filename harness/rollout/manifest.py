@@ -1,4 +1,8 @@
-"""``manifest.json``: versions, host, scenario hash and the exact launch commands (environment NAMES only)."""
+"""``manifest.json``: versions, host, scenario hash and the exact launch commands (environment NAMES only).
+
+Commands are recorded with each secret flag's value replaced by ``***`` (:mod:`harness.secret_flags`), so a
+reviewer sees which flag was set; the run's redactor masks anything else when the manifest is saved.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import psutil
 from harness import __version__
 from harness.config.scenario import Scenario
 from harness.engines.spec import LaunchSpec
+from harness.secret_flags import mask_argv, masked_command_line
 
 _PACKAGES = ("httpx", "openai", "locust", "docker", "pandas", "pyarrow", "jinja2", "typer", "pydantic",
              "prometheus-client", "aiohttp", "numpy", "scipy")
@@ -40,8 +45,9 @@ def host_facts() -> dict[str, str | int | float | None]:
 
 
 def launch_entry(spec: LaunchSpec, identity: dict[str, str]) -> dict[str, Any]:
-    """What the manifest records about one launch (never env values)."""
-    return {"arm": spec.arm, "engine": spec.engine, "command": spec.command_line(), "argv": spec.argv(),
+    """What the manifest records about one launch (never env values, secret flag values masked)."""
+    return {"arm": spec.arm, "engine": spec.engine, "command": masked_command_line(spec.argv()),
+            "argv": mask_argv(spec.argv()),
             "image": spec.image, "image_digest": identity.get("image_digest") or spec.image_digest,
             "identity": identity, "env_keys": sorted(spec.env), "volumes": [v.model_dump() for v in spec.volumes],
             "config_files": {c.name: c.content for c in spec.config_files}, "simulated": spec.simulated,

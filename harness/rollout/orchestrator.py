@@ -1,20 +1,23 @@
 """``harness run``: checks, then each arm in order on a fresh server, then the summary and reports.
 
 An arm that fails to start or dies mid-step is recorded as ``failed`` and the run goes on — unless it is the baseline
-(exit 4). Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes.
+(exit 4). An arm that fails because of the harness itself (results disk full, the load generator died, an unexpected
+error) is journaled with ``cause: harness`` and stops the run (exit 4); ``--resume`` redoes it on a fresh server.
+Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes; a second
+signal forces the stop (servers killed at once), is journaled the same way, and exits 4 too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
+import os
 import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from harness.checks.host import HostFacts
 from harness.checks.runner import has_errors, run_checks
@@ -25,6 +28,7 @@ from harness.rollout import journal
 from harness.rollout.arm_runner import ArmInterrupted, ArmResult, ArmRunner
 from harness.rollout.context import RunContext
 from harness.rollout.manifest import new_manifest
+from harness.rollout.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
 from harness.rollout.signals import cancel_on_signals
 from harness.rundir import RunDir, new_run_id
 from harness.summary import CheckItem, Summary
@@ -66,8 +70,11 @@ class BadRunInput(Exception):
 
 
 def _completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
-    """Arms finished (completed or failed) and completed step counts of unfinished arms, from the journals."""
-    finished = {e["arm"] for e in journal.read(run.root / "arms.jsonl") if e.get("event") in ("completed", "failed")}
+    """Arms finished (completed, or failed because of the server) and completed step counts of unfinished arms,
+    from the journals (an arm the harness's own failure stopped is not finished: it is redone)."""
+    from harness.rollout.resume_state import finished_arms
+
+    finished = finished_arms(journal.read(run.root / "arms.jsonl"))
     steps: dict[str, int] = {}
     for e in journal.read(run.steps):
         if e.get("warmup") or e.get("partial") or e.get("drill") or int(e.get("step", -1)) < 0:
@@ -81,11 +88,11 @@ def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, Ru
         run = RunDir(opts.resume)
         if not run.scenario.is_file() or not run.manifest.is_file():
             raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
-        scenario = load_scenario(run.scenario)
+        scenario = load_recorded_scenario(run.scenario)  # secrets by name: they must be in the environment
         manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
         return scenario, run, str(manifest["run_id"]), manifest
     assert scenario_path is not None
-    scenario = load_scenario(scenario_path, opts.overrides)
+    scenario = resolve_flag_references(load_scenario(scenario_path, opts.overrides))
     if opts.only:
         unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
         if unknown:
@@ -93,8 +100,7 @@ def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, Ru
                               f"{', '.join(a.name for a in scenario.arms)}")
     run_id = new_run_id(scenario.name)
     run = RunDir(opts.out_dir / run_id).create()
-    (run.root / "scenario.yaml").write_text(
-        yaml.safe_dump(scenario.model_dump(mode="json", exclude_none=True), sort_keys=False), encoding="utf-8")
+    (run.root / "scenario.yaml").write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
     manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
     manifest["only"] = opts.only
     journal.write_json_atomic(run.manifest, manifest)
@@ -137,6 +143,10 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
         if not _is_file_error(exc):
             raise
         return _write_failure(exc, run.root)
+    except KeyboardInterrupt:  # Ctrl-C outside the arms (checks, validation, the reports): nothing is left running
+        return RunResult(run.root, EXIT_INTERRUPTED, message=f"interrupted; what was measured stays in {run.root}: "
+                         f"`harness run --resume {run.root}` continues it (`harness report {run.root}` rebuilds "
+                         "the reports)")
 
 
 def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[str, Any], opts: RunOptions, *,
@@ -199,7 +209,6 @@ def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set
               results: list[ArmResult], cancel: threading.Event | None,
               checks: list[CheckItem]) -> RunResult | None:
     """Each arm in order; returns a result only when the run stops early (interrupted)."""
-    run = ctx.run
     with cancel_on_signals(cancel or ctx.cancel) as ev:
         ctx.cancel = ev
         for index, arm in enumerate(scenario.arms):
@@ -207,21 +216,63 @@ def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set
                 continue
             if arm.name in finished:
                 continue
-            runner = ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0))
-            try:
-                result = runner.run()
-            except ArmInterrupted:
-                ctx.record_arm(arm.name, "interrupted")
-                ctx.say(f"interrupted: every server stopped; resume with `harness run --resume {run.root}`")
-                return RunResult(run.root, EXIT_INTERRUPTED, checks=checks,
-                                 message=f"interrupted during arm {arm.name}; resume with "
-                                 f"`harness run --resume {run.root}`")
-            results.append(result)
-            if result.status == "failed" and index == 0:
+            outcome = _attempt_arm(ctx, ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0)), checks,
+                                   f"arm {arm.name}")
+            if isinstance(outcome, RunResult):
+                return outcome
+            results.append(outcome)
+            if outcome.status == "failed" and index == 0:
                 ctx.say("the baseline failed: no comparison is possible; stopping")
                 return None
         return _run_noise_floor(ctx, scenario, finished, done_steps, checks)
     return None
+
+
+def _attempt_arm(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], what: str) -> ArmResult | RunResult:
+    """One arm; a :class:`RunResult` when the run stops here (interrupted, a forced stop, the harness's own
+    failure), each journaled so that ``--resume`` redoes the arm."""
+    root = ctx.run.root
+    resume = f"`harness run --resume {root}`"
+    try:
+        try:
+            result = runner.run()
+        except ArmInterrupted:
+            ctx.record_arm(runner.arm.name, "interrupted")
+            ctx.say(f"interrupted: every server stopped; resume with {resume}")
+            return RunResult(root, EXIT_INTERRUPTED, checks=checks,
+                             message=f"interrupted during {what}; resume with {resume}")
+    except KeyboardInterrupt:  # the second Ctrl-C / SIGTERM (harness.rollout.signals): force the stop
+        return _forced_stop(ctx, runner, checks, what)
+    if result.status == "failed" and result.cause == "harness":
+        return RunResult(root, EXIT_FAILED, checks=checks, message=_harness_failure(result, what, root))
+    return result
+
+
+def _harness_failure(result: ArmResult, what: str, root: Path) -> str:
+    """The message of an arm the harness's own failure stopped (the disk filling up said as such)."""
+    why = str((result.failure or {}).get("message", "unknown"))
+    then = (f"`harness run --resume {root}` redoes {result.arm} (the harness's failure, not the server's or the "
+            f"tier's) or `harness report {root}`")
+    if any(os.strerror(code) in why for code in (errno.ENOSPC, errno.EDQUOT)):
+        return (f"cannot write the run's results (the disk is full): {why}; what was written so far stays in {root}: "
+                f"free space, then {then}")
+    return f"the harness itself failed during {what} (not the server, not the tier): {why}; " \
+        f"what was measured stays in {root}: fix that, then {then}"
+
+
+def _forced_stop(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], what: str) -> RunResult:
+    """Stop the arm's server at once, journal the arm as interrupted, say so; exit 4 like a first interrupt."""
+    try:
+        gone = runner.force_stop()
+    except Exception:  # a stop that fails must not hide the message below
+        gone = False
+    with contextlib.suppress(OSError):
+        ctx.record_arm(runner.arm.name, "interrupted", forced=True)
+    servers = "servers stopped" if gone else f"the server of {runner.arm.name} may still run: `harness cleanup`"
+    message = (f"second interrupt: forced stop during {what}; {servers}; resume with "
+               f"`harness run --resume {ctx.run.root}`")
+    ctx.say(message)
+    return RunResult(ctx.run.root, EXIT_INTERRUPTED, checks=checks, message=message)
 
 
 def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], done_steps: dict[str, int],
@@ -236,14 +287,9 @@ def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], do
     if rerun.name in finished:
         return None
     ctx.say(f"[{rerun.name}] re-running the baseline's configuration to measure the noise floor (A/A)")
-    try:
-        ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0)).run()
-    except ArmInterrupted:
-        ctx.record_arm(rerun.name, "interrupted")
-        return RunResult(ctx.run.root, EXIT_INTERRUPTED, checks=checks,
-                         message="interrupted during the A/A re-run; resume with "
-                         f"`harness run --resume {ctx.run.root}`")
-    return None
+    outcome = _attempt_arm(ctx, ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0)), checks,
+                           "the A/A re-run")
+    return outcome if isinstance(outcome, RunResult) else None
 
 
 def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[CheckItem] | None = None) -> RunResult:
@@ -257,7 +303,7 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
         from harness.report.writers import render_run
 
         render_run(run.root, summary)
-        _rebuild_index(run.root.parent)
+        _rebuild_index(run.root.parent, say)
     else:
         from harness.report.writers import summary_json_text
 
@@ -266,10 +312,13 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
                      message=f"verdict {summary.verdict}: {summary.verdict_reason}")
 
 
-def _rebuild_index(results_dir: Path) -> None:
-    from harness.report.index import write_index
+def _rebuild_index(results_dir: Path, say: Any) -> None:
+    """Refresh results/index.html; a failure (a corrupt sibling run, a full disk) is a warning, never the exit code."""
+    from harness.report.index import refresh_index
 
-    write_index(results_dir)
+    problem = refresh_index(results_dir)
+    if problem is not None:
+        say(f"warning: {problem}")
 
 
 def copy_run(src: Path, dst: Path) -> None:

@@ -13,18 +13,21 @@ ends the step):
 
 The baseline's step (the reference every look compares with) ends once every percentile the comparisons use is
 resolved with room to spare (1.25 x the requests that just resolve it) and every budget is settled; its A/A re-run
-always runs its full duration. A look that fails for any reason does not stop the step.
+always runs its full duration. A look that fails for any reason does not stop the step. A look reads only the
+records of the step's current attempt, and a reference step only its counted attempt (:mod:`harness.attempts`).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from harness.analysis.intervals import interval_from_sorted, min_samples_to_resolve
+from harness.attempts import counted_entries, counted_mask, row_attempts
 from harness.config.arms import Arm
 from harness.config.rules import LatencyMetric
 from harness.config.scenario import Scenario
@@ -51,12 +54,13 @@ def _frame(parts: list[Path]) -> pd.DataFrame:
     return derive_latencies(table_to_frame(_read_parts(parts)))
 
 
-def _journaled(run: RunDir, arm: str, step: int) -> tuple[int, int] | None:
+def _journaled(run: RunDir, arm: str, step: int) -> list[dict[str, Any]]:
+    """The journal entries of ``arm``'s ``step`` for its counted attempt; none where that attempt was cut short."""
     from harness.rollout import journal
 
-    spans = [e for e in journal.read(run.steps) if e.get("arm") == arm and int(e.get("step", -99)) == step
-             and not e.get("drill") and not e.get("partial")]
-    return (int(spans[-1]["start_ns"]), int(spans[-1]["end_ns"])) if spans else None
+    entries = counted_entries(e for e in journal.read(run.steps) if e.get("arm") == arm
+                              and int(e.get("step", -99)) == step and not e.get("drill"))
+    return [] if any(e.get("partial") for e in entries) else entries
 
 
 def _step_interval(sample: StepSample, metric: LatencyMetric, q: float, confidence: float) -> QuantileCI:
@@ -71,11 +75,12 @@ class StepLooker:
     """The look callback of one tier arm's step (``StepRun.on_look``)."""
 
     def __init__(self, scenario: Scenario, run: RunDir, arm: Arm, arm_index: int, step: int, prefix: str,
-                 level: StepLevel) -> None:
+                 level: StepLevel, attempt: int = 1) -> None:
         self.scenario = scenario
         self.run = run
         self.arm = arm
         self.step = step
+        self.attempt = attempt
         self.prefix = prefix
         self.level = level
         self.base_name = scenario.arms[0].name
@@ -93,14 +98,14 @@ class StepLooker:
 
     def _reference(self, arm: str) -> StepSample | None:
         if arm not in self._refs:
-            span = _journaled(self.run, arm, self.step)
+            entries = _journaled(self.run, arm, self.step)
             sample = None
-            if span is not None:
+            if entries:
                 df = _frame(self._parts(arm))
                 if not df.empty:
-                    send = df["send_ns"].to_numpy()
-                    df = df[(send >= span[0]) & (send <= span[1])]
-                sample = step_sample(df, (span[1] - span[0]) / 1e9, self.scenario.slo)
+                    df = df[counted_mask(df, entries)]
+                last = entries[-1]
+                sample = step_sample(df, (int(last["end_ns"]) - int(last["start_ns"])) / 1e9, self.scenario.slo)
             self._refs[arm] = sample
         return self._refs[arm]
 
@@ -129,7 +134,7 @@ class StepLooker:
         df = _frame(self._parts(self.arm.name))
         if df.empty:
             return None
-        df = df[df["send_ns"].to_numpy() >= self.started_ns]
+        df = df[(row_attempts(df) == self.attempt) & (df["send_ns"].to_numpy() >= self.started_ns)]
         return step_sample(df, elapsed_s, self.scenario.slo)
 
     def _baseline_settled(self, elapsed_s: float) -> str | None:

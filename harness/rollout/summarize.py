@@ -1,32 +1,32 @@
 """Build ``summary.json`` from a run directory alone (what ``harness report RUN_DIR`` re-runs).
 
 Reads: scenario.yaml, manifest.json, checks.json, arms.jsonl, steps.jsonl, request records, raw scrapes. Only
-requests inside a journaled step's time span count (so an interrupted, resumed step is not counted twice).
+requests of a step's counted attempt inside its journaled time span count (so an interrupted, resumed step is not
+counted twice; :mod:`harness.attempts`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from harness.attempts import counted_entries
 from harness.config import load_scenario
 from harness.config.scenario import Scenario
-from harness.rollout import journal
+from harness.report.rundir_read import check_requests, read_arm_events, read_checks, read_manifest, read_step_entries
 from harness.rollout.causal import fit_rule
 from harness.rollout.decide import decide_arm, mark_shared, verdict
 from harness.rollout.drill_summary import drill_results
 from harness.rollout.fit import fit_screen, reuse_share
 from harness.rollout.noise import noise_floor, statistics_note
+from harness.rollout.resume_state import failure_cause
 from harness.rollout.rule_eval import ArmData, evaluate_arm_rules
 from harness.rundir import RunDir
 from harness.summary import (
     ArmFailure,
     ArmSummary,
-    CheckItem,
     ClientHealth,
     LaunchRecord,
     LoadTime,
@@ -39,16 +39,12 @@ from harness.telemetry.steps import attach_host
 
 
 def _journaled_requests(df: pd.DataFrame, steps: list[dict[str, Any]]) -> pd.DataFrame:
-    """Keep records whose (arm, step) was journaled and whose send time lies in that step's span."""
+    """Keep records of each journaled (arm, step)'s counted attempt whose send time lies in that attempt's span."""
+    from harness.attempts import counted_mask
+
     if df.empty:
         return df
-    keep = np.zeros(len(df), dtype=bool)
-    arm_col, step_col, send = df["arm"].to_numpy(), df["step"].to_numpy(), df["send_ns"].to_numpy()
-    for e in steps:
-        mask = (arm_col == e["arm"]) & (step_col == int(e["step"])) & (send >= int(e["start_ns"])) & \
-            (send <= int(e["end_ns"]))
-        keep |= mask
-    return df[keep].reset_index(drop=True)
+    return df[counted_mask(df, steps)].reset_index(drop=True)
 
 
 def _arm_status(events: list[dict[str, Any]], arm: str) -> tuple[bool, ArmFailure | None, dict[str, Any]]:
@@ -64,8 +60,10 @@ def _arm_status(events: list[dict[str, Any]], arm: str) -> tuple[bool, ArmFailur
         elif e.get("event") == "failed":
             ran = True
             f = e.get("failure") or {}
-            failure = ArmFailure(phase=f.get("phase", "harness"), message=str(f.get("message", "unknown")),
-                                 log_tail=[str(x) for x in f.get("log_tail", [])])
+            phase, message = f.get("phase", "harness"), str(f.get("message", "unknown"))
+            if failure_cause(e) == "harness" and phase != "harness":  # the harness's own failure, whatever the phase
+                phase, message = "harness", f"during {phase}: {message}"
+            failure = ArmFailure(phase=phase, message=message, log_tail=[str(x) for x in f.get("log_tail", [])])
         elif e.get("event") == "starting":
             info["command"] = e.get("command")
     return ran, failure, info
@@ -151,12 +149,11 @@ def rebuild_summary(run_dir: Path) -> Summary:
 
     run = RunDir(run_dir)
     scenario = load_scenario(run.scenario)
-    manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
-    checks_path = run.root / "checks.json"
-    checks = [CheckItem.model_validate(c) for c in json.loads(checks_path.read_text(encoding="utf-8"))] \
-        if checks_path.exists() else []
-    events = journal.read(run.root / "arms.jsonl")
-    step_entries = [e for e in journal.read(run.steps) if not e.get("drill")]
+    manifest = read_manifest(run)  # validated readers (harness.report.rundir_read): bad files name file and field
+    checks = read_checks(run)
+    events = read_arm_events(run)
+    step_entries = counted_entries(e for e in read_step_entries(run) if not e.get("drill"))
+    check_requests(run)
     raw_df = load_requests(run.root)
     df = derive_latencies(raw_df)
     spans_all = [e for e in step_entries if int(e["step"]) >= 0]

@@ -8,6 +8,11 @@ send order never appear to go backwards. Every response, good or bad, becomes on
 when the request is sent), so the analysis can line scrapes up with request records. A failing endpoint is
 recorded and counted in :attr:`errors`; it never raises into the caller.
 
+Each scrape is one whole request under a deadline of ``timeout_s`` (headers and body together: a server that
+drips its body or its headers cannot hold a scrape longer) with its body capped at ``max_body_bytes`` after
+decompression (:data:`~harness.net.caps.METRICS_MAX_BYTES`; a gzip bomb is the error ``body too large (> N
+bytes)``). :meth:`stop` and the ``cancel`` event (Ctrl-C in a run) end a scrape in flight within about 0.1 s.
+
 Call ``scrape_now("step-N-start")`` before taking a step's ``start_ns`` and ``scrape_now("step-N-end")`` after its
 ``end_ns``: the boundary scrapes then bracket the step exactly.
 """
@@ -21,13 +26,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import httpx
-
 from harness.engines.spec import MetricsEndpoint
+from harness.net.bounded import FetchError, fetch
+from harness.net.caps import METRICS_MAX_BYTES
 from harness.scrape.rawlog import SCRAPES_FILE, RawScrapeWriter
 
 log = logging.getLogger(__name__)
-MAX_BODY_BYTES = 32 << 20
+MAX_BODY_BYTES = METRICS_MAX_BYTES
 ERROR_BODY_CHARS = 2000
 
 
@@ -36,7 +41,7 @@ class Scraper:
 
     def __init__(self, base_url: str, endpoints: list[MetricsEndpoint], out_dir: Path, interval_s: float, *,
                  timeout_s: float = 5.0, max_consecutive_errors: int = 1000,
-                 max_body_bytes: int = MAX_BODY_BYTES) -> None:
+                 max_body_bytes: int = MAX_BODY_BYTES, cancel: threading.Event | None = None) -> None:
         if interval_s <= 0:
             raise ValueError(f"scrape interval must be positive, got {interval_s}")
         if timeout_s <= 0:
@@ -54,12 +59,12 @@ class Scraper:
         self._lock = threading.Lock()
         self._serial = threading.Lock()  # one scrape at a time: send order is the order the server answered in
         self._stop = threading.Event()
+        self._cancel = cancel if cancel is not None else threading.Event()  # ends a boundary scrape (Ctrl-C)
         self._thread: threading.Thread | None = None
         self._errors = 0
         self._scrapes = 0
         self._consecutive: dict[str, int] = {e.path: 0 for e in self.endpoints}
         self._given_up: set[str] = set()
-        self._sync_client: httpx.Client | None = None
         self._closed = False
 
     # -- public API ----------------------------------------------------------------------------------------------
@@ -88,10 +93,8 @@ class Scraper:
         if self._closed:
             log.warning("scrape_now(%r) after stop(): ignored", tag)
             return
-        if self._sync_client is None:
-            self._sync_client = self._client()
         for endpoint in self.endpoints:
-            self._scrape(self._sync_client, endpoint, tag)
+            self._scrape(endpoint, tag, self._cancel)
 
     def stop(self, join_timeout_s: float | None = None) -> None:
         """Stop polling, wait a bounded time for the thread, and close the file (idempotent)."""
@@ -102,9 +105,6 @@ class Scraper:
             self._thread.join(bound)
             if self._thread.is_alive():
                 log.warning("scraper thread still busy after %.1f s; closing its file anyway", bound)
-        if self._sync_client is not None:
-            self._sync_client.close()
-            self._sync_client = None
         self._closed = True
         try:
             self._writer.close()
@@ -120,51 +120,40 @@ class Scraper:
 
     # -- internals -----------------------------------------------------------------------------------------------
 
-    def _client(self) -> httpx.Client:
-        return httpx.Client(timeout=httpx.Timeout(self.timeout_s), follow_redirects=False, trust_env=False)
-
     def _run(self) -> None:
-        with self._client() as client:
-            next_t = time.monotonic()
-            while not self._stop.is_set():
-                active = [e for e in self.endpoints if e.path not in self._given_up]
-                if not active:
-                    log.warning("scraper: every endpoint failed %d times in a row; polling stopped",
-                                self.max_consecutive_errors)
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            active = [e for e in self.endpoints if e.path not in self._given_up]
+            if not active:
+                log.warning("scraper: every endpoint failed %d times in a row; polling stopped",
+                            self.max_consecutive_errors)
+                return
+            for endpoint in active:
+                if self._stop.is_set():
                     return
-                for endpoint in active:
-                    if self._stop.is_set():
-                        return
-                    self._scrape(client, endpoint, "poll")
-                next_t += self.interval_s
-                now = time.monotonic()
-                next_t = max(next_t, now)  # fell behind (slow server): skip the missed ticks
-                self._stop.wait(next_t - now)
+                self._scrape(endpoint, "poll", self._stop)
+            next_t += self.interval_s
+            now = time.monotonic()
+            next_t = max(next_t, now)  # fell behind (slow server): skip the missed ticks
+            self._stop.wait(next_t - now)
 
-    def _fetch(self, client: httpx.Client, url: str) -> tuple[int | None, str, str | None]:
+    def _fetch(self, url: str, cancel: threading.Event) -> tuple[int | None, str, str | None]:
         try:
-            with client.stream("GET", url) as resp:
-                buf = bytearray()
-                for chunk in resp.iter_bytes():
-                    buf += chunk
-                    if len(buf) > self.max_body_bytes:
-                        return resp.status_code, "", f"body larger than {self.max_body_bytes} bytes"
-                body = buf.decode(resp.encoding or "utf-8", errors="replace")
-                if not 200 <= resp.status_code < 300:
-                    return resp.status_code, body[:ERROR_BODY_CHARS], f"HTTP {resp.status_code}"
-                return resp.status_code, body, None
-        except httpx.HTTPError as exc:
-            return None, "", f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        except (OSError, ValueError, LookupError) as exc:  # odd sockets, bad encodings
-            return None, "", f"{type(exc).__name__}: {exc}"
+            resp = fetch("GET", url, deadline_s=self.timeout_s, max_body_bytes=self.max_body_bytes, cancel=cancel)
+        except FetchError as exc:
+            return None, "", str(exc)
+        body = resp.text()
+        if not 200 <= resp.status < 300:
+            return resp.status, body[:ERROR_BODY_CHARS], f"HTTP {resp.status}"
+        return resp.status, body, None
 
-    def _scrape(self, client: httpx.Client, endpoint: MetricsEndpoint, tag: str) -> None:
+    def _scrape(self, endpoint: MetricsEndpoint, tag: str, cancel: threading.Event) -> None:
         with self._serial:
-            self._scrape_serial(client, endpoint, tag)
+            self._scrape_serial(endpoint, tag, cancel)
 
-    def _scrape_serial(self, client: httpx.Client, endpoint: MetricsEndpoint, tag: str) -> None:
+    def _scrape_serial(self, endpoint: MetricsEndpoint, tag: str, cancel: threading.Event) -> None:
         wall_ns, mono_ns = time.time_ns(), time.perf_counter_ns()
-        status, body, error = self._fetch(client, self.base_url + endpoint.path)
+        status, body, error = self._fetch(self.base_url + endpoint.path, cancel)
         record: dict[str, Any] = {
             "wall_ns": wall_ns, "mono_ns": mono_ns, "endpoint": endpoint.path, "format": endpoint.format,
             "tag": tag, "status": status, "error": error, "body": body,

@@ -1,23 +1,27 @@
 """``harness sim ...`` / ``python -m harness.sim ...``: run the simulated engine.
 
 Start-up failures print the engine-style message as the last line on stderr and exit 1 (as a real engine
-process would); usage errors exit 2.
+process would); usage errors exit 2: a bad flag combination, a float option that is ``nan``/``inf``, a CPU tier
+that is not positive, a ``--profile-file`` that is not a readable regular file of valid, bounded YAML.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from harness.json_depth import JSON_DEPTH_LIMIT, json_too_deep
 from harness.sim.config import ConfigError, EngineConfig, build_engine_config
 from harness.sim.faults import FaultError, Faults
 from harness.sim.noise import NoiseError, NoiseSpec, describe
-from harness.sim.profile import ProfileError, builtin_profile_names, load_profile
+from harness.sim.profile import ProfileError, ProfileFileError, builtin_profile_names, load_profile
+from harness.term import safe_text
 
 if TYPE_CHECKING:
     from harness.sim.server import ServeOptions
@@ -90,6 +94,8 @@ def serve(
     shm_bytes: Annotated[str | None, typer.Option(help="Shared memory given to the server (bytes, or 'host' for the "
                                                   "host's free /dev/shm): a vLLM CPU tier larger than it is refused "
                                                   "at start-up, as vLLM does.")] = None,
+    api_key: Annotated[str | None, typer.Option(help="Accepted where vLLM takes --api-key (a scenario moves "
+                                                "between the two); the simulator does not check it.")] = None,
 ) -> None:
     """Serve the simulated engine (OpenAI-compatible API, vLLM/TensorRT-LLM-style metrics)."""
     from harness.sim.server import serve as run_server
@@ -133,6 +139,7 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
     from harness.sim.server import ServeOptions
 
     p = {**serve_defaults(), **params}
+    check_numbers(p)
     if p["fail_start"] is not None:
         raise StartupError(p["fail_start"])
     flavor = p["flavor"]
@@ -150,8 +157,11 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
                           drift_per_hour=p["drift_per_hour"], disk_read_tail_prob=p["disk_read_tail_prob"],
                           disk_read_tail_factor=p["disk_read_tail_factor"])
         noise.validate()
-        prof = load_profile(path=p["profile_file"]) if p["profile_file"] is not None else load_profile(
-            p["profile"] or "demo")
+        try:
+            prof = load_profile(path=p["profile_file"]) if p["profile_file"] is not None else load_profile(
+                p["profile"] or "demo")
+        except ProfileFileError as exc:
+            raise UsageError(safe_text(str(exc)), "--profile-file") from None
         cfg = build_engine_config(
             prof, flavor="trtllm" if flavor == "trtllm" else "vllm", model_name=p["model"],
             max_num_seqs=p["max_num_seqs"], max_num_batched_tokens=p["max_num_batched_tokens"],
@@ -190,6 +200,20 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
         f"{describe(noise)}"
     )
     return opts, cfg, banner
+
+
+def check_numbers(params: dict[str, Any]) -> None:
+    """Every float option is a finite number (``nan`` and ``inf`` parse as floats), the CPU tier is positive and
+    the connector JSON is not nested deeper than :data:`JSON_DEPTH_LIMIT`."""
+    for name, value in params.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UsageError(f"must be a finite number (got {value!r})", "--" + name.replace("_", "-"))
+    size = params.get("kv_offloading_size")
+    if size is not None and size <= 0:
+        raise UsageError(f"must be a positive number of GiB (got {size!r})", "--kv-offloading-size")
+    transfer = params.get("kv_transfer_config")
+    if isinstance(transfer, str) and json_too_deep(transfer):
+        raise UsageError(f"the JSON nests deeper than {JSON_DEPTH_LIMIT} levels", "--kv-transfer-config")
 
 
 SHM_PATH = "/dev/shm"

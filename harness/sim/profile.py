@@ -18,12 +18,22 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.input_files import InputFileError, read_text
+from harness.safe_yaml import YamlInputError, load_yaml
 
 
 class ProfileError(ValueError):
     """A profile could not be found, parsed or validated."""
+
+
+class ProfileFileError(ProfileError):
+    """A ``--profile-file`` that cannot be used (not a regular file, too large, not YAML, invalid): bad input."""
+
+
+MAX_PROFILE_BYTES = 1 << 20
+"""Largest profile file read (a shipped profile is about 2 KiB)."""
 
 
 class _Strict(BaseModel):
@@ -115,20 +125,20 @@ def builtin_profile_names() -> list[str]:
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
-def _parse(text: str, origin: str) -> Profile:
+def _parse(text: str, origin: str, error: type[ProfileError] = ProfileError) -> Profile:
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{origin}: not valid YAML: {exc}") from exc
+        data = load_yaml(text)
+    except YamlInputError as exc:
+        raise error(f"{origin}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ProfileError(f"{origin}: expected a mapping at the top level")
+        raise error(f"{origin}: expected a mapping at the top level")
     try:
         return Profile.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:10]
         )
-        raise ProfileError(f"{origin}: {problems}") from exc
+        raise error(f"{origin}: {problems}") from None
 
 
 def load_profile(name: str | None = None, path: str | Path | None = None) -> Profile:
@@ -136,12 +146,11 @@ def load_profile(name: str | None = None, path: str | Path | None = None) -> Pro
     if (name is None) == (path is None):
         raise ProfileError("give exactly one of a profile name or a profile file")
     if path is not None:
-        p = Path(path)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ProfileError(f"{p}: cannot read profile file: {exc.strerror}") from exc
-        return _parse(text, str(p))
+            text = read_text(path, max_bytes=MAX_PROFILE_BYTES, what="profile file")
+        except InputFileError as exc:
+            raise ProfileFileError(f"cannot read profile file {exc}") from None
+        return _parse(text, str(path), ProfileFileError)
     assert name is not None
     names = builtin_profile_names()
     if name not in names:

@@ -10,6 +10,7 @@ Endpoints: ``GET /health`` (200 once listening; 500 if the engine loop died), ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import time
@@ -333,11 +334,23 @@ async def serve(
         print(f"harness-sim: listening on http://{host}:{port}", flush=True)
         if on_listen is not None:
             on_listen(port)
+        loop = asyncio.get_running_loop()
         if stop is None:
             stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, stop.set)
+        _stop_with_parent(loop, stop)
         await stop.wait()
     finally:
         await runner.cleanup()
+
+
+def _stop_with_parent(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Launched by the harness (``HARNESS_PARENT`` set): shut down when that harness process dies."""
+    from harness.watchdog import watch_parent
+
+    def request_stop() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop already closed: the server is stopping anyway
+            loop.call_soon_threadsafe(stop.set)
+
+    watch_parent(request_stop)

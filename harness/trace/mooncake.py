@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+
+from harness.input_files import InputFileError, check_regular, iter_lines, open_regular
+from harness.json_depth import JSON_DEPTH_LIMIT, json_too_deep
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,6 +29,13 @@ if TYPE_CHECKING:
 
 MOONCAKE_BLOCK_TOKENS = 512
 """Tokens per ``hash_ids`` block in the published Mooncake traces."""
+
+MAX_TRACE_BYTES = 16 << 30
+"""Largest trace file read (16 GiB); a larger one is refused before reading."""
+MAX_LINE_BYTES = 64 << 20
+"""Longest line read (64 MiB: a 4M-token prompt in the prompts format); ``/dev/zero`` has no newline."""
+MAX_JSON_DEPTH = JSON_DEPTH_LIMIT
+"""Deepest nesting of a JSON line (a Mooncake line nests 2 deep); deeper lines are bad lines, never a crash."""
 
 _FIELDS = ("timestamp", "input_length", "output_length", "hash_ids")
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
@@ -121,10 +131,14 @@ def decode_json_line(raw: bytes) -> JsonLine | str:
         return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
     if not text.strip():
         return BLANK
+    if json_too_deep(text):
+        return f"nested deeper than {MAX_JSON_DEPTH} levels"
     try:
         return JsonLine(json.loads(text))
     except json.JSONDecodeError as exc:
         return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    except RecursionError:  # pragma: no cover - json_depth refuses such lines first
+        return "nested too deeply"
 
 
 def parse_line(raw: bytes, line_no: int) -> TraceRequest | str | None:
@@ -141,21 +155,39 @@ def read_mooncake(path: Path, *, on_bad_line: Literal["skip", "stop"] = "stop") 
     ``on_bad_line="stop"`` raises :class:`TraceFormatError` at the first bad line ("FILE:LINE: what is wrong");
     ``"skip"`` records it in :attr:`MooncakeTrace.bad_lines` and goes on.  Line numbers are 1-based.
     An empty trace is not an error here (``requests`` is empty); callers decide.
-    Raises ``FileNotFoundError`` / ``IsADirectoryError`` / ``PermissionError`` as ``open`` does.
+    A path that is not a regular file, too large a file or too long a line raise :class:`TraceFormatError`.
     """
     trace = MooncakeTrace(path=path)
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            parsed = parse_line(raw, line_no)
-            if parsed is None:
-                continue
-            if isinstance(parsed, str):
-                if on_bad_line == "stop":
-                    raise TraceFormatError(f"{path}:{line_no}: {parsed}")
-                trace.bad_lines.append(BadLine(line_no, parsed))
-                continue
-            trace.requests.append(parsed)
+    for line_no, raw in trace_lines(path):
+        parsed = parse_line(raw, line_no)
+        if parsed is None:
+            continue
+        if isinstance(parsed, str):
+            if on_bad_line == "stop":
+                raise TraceFormatError(f"{path}:{line_no}: {parsed}")
+            trace.bad_lines.append(BadLine(line_no, parsed))
+            continue
+        trace.requests.append(parsed)
     return trace
+
+
+def check_trace_file(path: Path) -> None:
+    """Refuse a trace path that is not a regular file of at most :data:`MAX_TRACE_BYTES` (a FIFO, a device,
+    a directory) with a :class:`TraceFormatError` naming it, without opening it."""
+    try:
+        check_regular(path, max_bytes=MAX_TRACE_BYTES, what="trace")
+    except InputFileError as exc:
+        raise TraceFormatError(str(exc)) from None
+
+
+def trace_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a trace file: regular files only, lines of at most :data:`MAX_LINE_BYTES`
+    (a longer line, a FIFO or a device is a :class:`TraceFormatError` naming the file and the line)."""
+    try:
+        with open_regular(path, max_bytes=MAX_TRACE_BYTES, what="trace") as handle:
+            yield from iter_lines(handle, str(path), max_line_bytes=MAX_LINE_BYTES, max_bytes=MAX_TRACE_BYTES)
+    except InputFileError as exc:
+        raise TraceFormatError(str(exc)) from None
 
 
 def _format_ts(ts: float) -> int | float:

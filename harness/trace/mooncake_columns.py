@@ -11,18 +11,48 @@ the reference: it names the exact line and reason, or skips bad lines.  So both 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
+from harness.input_files import InputFileError, open_regular
 from harness.trace.blocks import BlockTrace, from_requests
-from harness.trace.mooncake import BadLine, read_mooncake
+from harness.trace.mooncake import MAX_JSON_DEPTH, MAX_TRACE_BYTES, BadLine, TraceFormatError, read_mooncake
 
 _BLOCK_SIZE = 16 << 20  # bytes per pyarrow parse block; a longer line falls back to the exact reader
 
 
+def _max_opening_brackets(handle: BinaryIO) -> int:
+    """The most ``[`` and ``{`` on any one line (an upper bound of its JSON depth), one chunked numpy pass."""
+    carry = worst = 0
+    while chunk := handle.read(_BLOCK_SIZE):  # bounded: the file's size (a regular file under the cap)
+        data = np.frombuffer(chunk, dtype=np.uint8)
+        cum = np.cumsum((data == ord("[")) | (data == ord("{")), dtype=np.int64)
+        ends = np.flatnonzero(data == ord("\n"))
+        if ends.size:
+            at = cum[ends]
+            per_line = np.diff(at, prepend=0)
+            per_line[0] += carry
+            worst = max(worst, int(per_line.max()))
+            carry = int(cum[-1] - at[-1])
+        else:
+            carry += int(cum[-1])
+        worst = max(worst, carry)
+    return worst
+
+
 def _fast(path: Path, block_tokens: int) -> BlockTrace | None:
-    """The trace via pyarrow, or ``None`` when anything needs the exact reader's judgement."""
+    """The trace via pyarrow, or ``None`` when anything needs the exact reader's judgement (a line that may nest
+    deeper than the exact reader allows, in a field pyarrow would ignore, included)."""
+    with open_regular(path, max_bytes=MAX_TRACE_BYTES, what="trace") as handle:
+        if _max_opening_brackets(handle) > MAX_JSON_DEPTH:
+            return None
+        handle.seek(0)
+        return _parse(handle, path, block_tokens)
+
+
+def _parse(handle: BinaryIO, path: Path, block_tokens: int) -> BlockTrace | None:
+    """Parse the open trace with pyarrow and check it in bulk; ``None`` where the exact reader must judge."""
     import pyarrow as pa
     import pyarrow.json as pj
 
@@ -36,7 +66,7 @@ def _fast(path: Path, block_tokens: int) -> BlockTrace | None:
     )
     try:
         table: Any = pj.read_json(
-            path,
+            handle,
             read_options=pj.ReadOptions(block_size=_BLOCK_SIZE),
             parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
         )
@@ -71,7 +101,10 @@ def read_mooncake_blocks(
     path: Path, block_tokens: int, on_bad_line: Literal["skip", "stop"] = "stop"
 ) -> tuple[BlockTrace, list[BadLine]]:
     """Read a Mooncake trace into blocks; errors and skipping exactly as :func:`read_mooncake`."""
-    fast = _fast(path, block_tokens)
+    try:
+        fast = _fast(path, block_tokens)
+    except InputFileError as exc:
+        raise TraceFormatError(str(exc)) from None
     if fast is not None:
         return fast, []
     trace = read_mooncake(path, on_bad_line=on_bad_line)

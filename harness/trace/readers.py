@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,8 +27,10 @@ from harness.trace.mooncake import (
     BadLine,
     TraceFormatError,
     TraceRequest,
+    check_trace_file,
     decode_json_line,
     is_timestamp,
+    trace_lines,
 )
 from harness.trace.mooncake_columns import read_mooncake_blocks
 
@@ -59,23 +60,20 @@ def detect_format(path: Path) -> str:
     with no object at all, ``mooncake``."""
     if path.suffix.lower() == ".parquet":
         return "records"
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            if line_no > DETECT_LINES:
-                break
-            try:
-                obj = json.loads(raw) if raw.strip() else None
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                continue
-            if not isinstance(obj, dict):
-                continue
-            if "hash_ids" in obj:
-                return "mooncake"
-            if "prompt" in obj:
-                return "prompts"
-            raise TraceFormatError(
-                f"{path}:{line_no}: cannot detect the trace format (no 'hash_ids' or 'prompt' field); pass --format"
-            )
+    for line_no, raw in trace_lines(path):
+        if line_no > DETECT_LINES:
+            break
+        decoded = decode_json_line(raw)
+        if isinstance(decoded, str) or not isinstance(decoded.value, dict):
+            continue
+        obj = decoded.value
+        if "hash_ids" in obj:
+            return "mooncake"
+        if "prompt" in obj:
+            return "prompts"
+        raise TraceFormatError(
+            f"{path}:{line_no}: cannot detect the trace format (no 'hash_ids' or 'prompt' field); pass --format"
+        )
     return "mooncake"
 
 
@@ -118,17 +116,16 @@ def read_prompts(
     """Read a prompts JSONL file into requests with chained block hashes."""
     requests: list[TraceRequest] = []
     bad: list[BadLine] = []
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
-            parsed = _parse_prompt_line(raw, line_no, block_tokens)
-            if parsed is None:
-                continue
-            if isinstance(parsed, str):
-                if on_bad_line == "stop":
-                    raise TraceFormatError(f"{path}:{line_no}: {parsed}")
-                bad.append(BadLine(line_no, parsed))
-                continue
-            requests.append(parsed)
+    for line_no, raw in trace_lines(path):
+        parsed = _parse_prompt_line(raw, line_no, block_tokens)
+        if parsed is None:
+            continue
+        if isinstance(parsed, str):
+            if on_bad_line == "stop":
+                raise TraceFormatError(f"{path}:{line_no}: {parsed}")
+            bad.append(BadLine(line_no, parsed))
+            continue
+        requests.append(parsed)
     return requests, bad
 
 
@@ -217,10 +214,12 @@ def load_trace(
 ) -> LoadedTrace:
     """Read ``path`` in ``fmt`` (``auto`` detects it) into blocks.
 
-    Raises :class:`TraceFormatError` for bad content and ``OSError`` for unreadable files.
+    Raises :class:`TraceFormatError` for bad content and for paths that are not regular files (a FIFO, a
+    device), too large, or hold too long a line; ``OSError`` for unreadable files.
     """
     if block_tokens is not None and block_tokens < 1:
         raise TraceFormatError(f"--block-tokens must be >= 1, got {block_tokens}")
+    check_trace_file(path)  # a FIFO, a device or a huge file is refused before any reader opens it
     kind = detect_format(path) if fmt == "auto" else fmt
     if kind == "records":
         trace, bad = read_records(path, block_tokens, on_bad_line)

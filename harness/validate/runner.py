@@ -22,6 +22,7 @@ from harness.config.scenario import Scenario
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
 from harness.redact import Redactor, secret_values
+from harness.scenario_secrets import scenario_secret_values
 from harness.summary import CheckItem
 from harness.validate.base import ArmValidation, not_checked, parse_output, script_text
 from harness.validate.engines import SCRIPTS, request_item
@@ -139,7 +140,7 @@ def validate_scenario(scenario: Scenario, opts: ValidateOptions | None = None) -
     env = {**os.environ, **engine.env, **OFFLINE_ENV}
     if engine.model_cache_dir and not docker:
         env["HF_HOME"] = engine.model_cache_dir
-    redact = Redactor(secret_values(engine.env))
+    redact = Redactor([*secret_values(engine.env), *scenario_secret_values(scenario)])  # flag values too
     try:
         proc = subprocess.run(_command(engine, target, docker, opts, script_text(SCRIPTS[engine.kind])),
                               input=json.dumps(request), capture_output=True, text=True, env=env,

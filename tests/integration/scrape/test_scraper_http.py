@@ -136,7 +136,7 @@ def test_failures_are_recorded_never_raised(tmp_path: Path, server: tuple[str, _
     fail = [r for r in records if r["endpoint"] == "/fail"]
     assert fail[0]["status"] == 500 and fail[0]["error"] == "HTTP 500" and fail[0]["body"] == "engine exploded"
     huge = [r for r in records if r["endpoint"] == "/huge"]
-    assert huge[0]["error"] == "body larger than 1000 bytes" and huge[0]["body"] == ""
+    assert huge[0]["error"] == "body too large (> 1000 bytes)" and huge[0]["body"] == ""
 
     refused = Scraper(f"http://127.0.0.1:{_free_port()}", [MetricsEndpoint(path="/metrics", format="prometheus")],
                       tmp_path / "b", 1.0, timeout_s=1.0)

@@ -33,10 +33,11 @@ def test_claim_creates_and_marks(tmp_path: Path) -> None:
     root = tmp_path / "a" / "kv"
     claim(root, "run-1")
     marker = json.loads((root / DISK_TIER_MARKER).read_text())
-    assert marker == {"owner": "kvoffload-harness", "claimed_by_run": "run-1"}
+    assert marker["owner"] == "kvoffload-harness" and marker["run_id"] == "run-1"
+    assert marker["path"] == os.path.realpath(root) and len(marker["nonce"]) == 32
     assert ownership(root) == "ours"
-    claim(root, "run-2")  # already ours: the marker is kept as it was
-    assert json.loads((root / DISK_TIER_MARKER).read_text())["claimed_by_run"] == "run-1"
+    claim(root, "run-2")  # already ours: the marker is kept as it was (reuse across runs)
+    assert json.loads((root / DISK_TIER_MARKER).read_text()) == marker
 
 
 def test_claim_marks_an_empty_directory(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from harness.checks import disk_tier, resources
 from harness.checks.host import FakeHostFacts, nearest_existing
 from harness.checks.resources import check_disk_tiers, check_gpu_runtime, check_host_headroom
 from harness.checks.runner import ALL_CHECKS, has_errors, run_checks
-from harness.launch.base import DISK_TIER_MARKER
 
 BASE = {"name": "baseline", "tier": "gpu-only"}
 
@@ -82,8 +81,7 @@ def test_disk_tier_empty_and_ours_are_ok(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert _disk(tmp_path, str(tmp_path / "empty"))[0].level == "ok"
     ours = tmp_path / "ours"
-    ours.mkdir()
-    (ours / DISK_TIER_MARKER).write_text("{}")
+    disk_tier.claim(ours, "run-0")  # a marker the harness wrote (a hand-made one is refused: tests/reliability)
     (ours / "chunk").write_text("x")
     [item, _] = _disk(tmp_path, str(ours))
     assert item.level == "ok" and "is ours" in item.message
@@ -184,7 +182,7 @@ def test_run_checks_runs_every_check_in_order(tmp_path: Path) -> None:
     assert not has_errors(items)
     assert list(ALL_CHECKS) == ["pinned-image", "arm-order", "tier-offload", "one-dimension", "weight-offload",
                                 "extra-args", "served-name", "lengths", "host-headroom", "disk-tier", "shm",
-                                "tier-blocks", "gpu-runtime"]
+                                "tier-blocks", "gpu-runtime", "env-refs", "trace"]
     assert has_errors(run_checks(scenario, host=FakeHostFacts(mem_available=GIB)))
 
 

@@ -55,7 +55,7 @@ def test_env_values_are_never_written() -> None:
     text = render_compose(make_spec(), "p")
     assert "hf_supersecret" not in text
     env = service(text)["environment"]
-    assert env == {"HF_TOKEN": "${HF_TOKEN}", "VLLM_LOGGING_LEVEL": "${VLLM_LOGGING_LEVEL:-DEBUG}"}
+    assert env == {"HF_TOKEN": "${HF_TOKEN}", "VLLM_LOGGING_LEVEL": "${VLLM_LOGGING_LEVEL}"}  # names only
 
 
 def test_no_gpu_request_and_digest_pinning() -> None:

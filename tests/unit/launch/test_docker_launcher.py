@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
 import time
 from pathlib import Path
 from typing import Any, cast
@@ -17,7 +19,17 @@ from typer.testing import CliRunner
 from harness.engines.spec import ConfigFile, LaunchSpec, Volume
 from harness.launch import cleanup as cleanup_mod
 from harness.launch import docker_host
-from harness.launch.base import ARM_LABEL, DISK_TIER_MARKER, OWNER_LABEL, RUN_LABEL, LaunchContext, LaunchError
+from harness.launch.base import (
+    ARM_LABEL,
+    DISK_TIER_MARKER,
+    HOST_LABEL,
+    OWNER_LABEL,
+    PID_LABEL,
+    RUN_LABEL,
+    UID_LABEL,
+    LaunchContext,
+    LaunchError,
+)
 from harness.launch.docker import DockerLauncher, container_name, publish_host
 from harness.launch.docker_host import device_requests, gpu_runtime_available, is_pinned
 
@@ -285,24 +297,40 @@ def test_is_pinned(ref: str, pinned: bool) -> None:
     assert is_pinned(ref) is pinned
 
 
+def _dead_owner() -> dict[str, str]:
+    """Owner labels of a harness process on this host that is gone (a pid that cannot exist)."""
+    return {**cleanup_mod.owner_labels(), PID_LABEL: "999999999:1000.000"}
+
+
 def test_cleanup_removes_only_labelled_containers_of_the_run(fake: FakeClient, ctx: LaunchContext) -> None:
     fake.containers.create(IMAGE, name="ours-1", labels={OWNER_LABEL: "harness", RUN_LABEL: "run-1"})
-    fake.containers.create(IMAGE, name="ours-2", labels={OWNER_LABEL: "harness", RUN_LABEL: "run-2"})
+    fake.containers.create(IMAGE, name="ours-2", labels={OWNER_LABEL: "harness", RUN_LABEL: "run-2",
+                                                         **_dead_owner()})
+    fake.containers.create(IMAGE, name="live", labels={OWNER_LABEL: "harness", RUN_LABEL: "run-3",
+                                                       **cleanup_mod.owner_labels()})
     fake.containers.create(IMAGE, name="theirs", labels={"other": "x"})
-    removed = launcher(fake).cleanup("run-1")
-    assert len(removed) == 1 and removed[0].startswith("ours-1")
-    assert sorted(str(c.name) for c in fake.created) == ["ours-2", "theirs"]
-    everything = launcher(fake).cleanup()
-    assert len(everything) == 1 and everything[0].startswith("ours-2")
-    assert [c.name for c in fake.created] == ["theirs"]
+    removed = launcher(fake).cleanup("run-1")  # named: removed although it has no owner labels
+    assert len(removed) == 1 and "ours-1" in removed[0]
+    assert sorted(str(c.name) for c in fake.created) == ["live", "ours-2", "theirs"]
+    stale = launcher(fake).cleanup()  # unnamed: only those whose harness process is gone
+    assert len(stale) == 1 and "ours-2" in stale[0]
+    assert sorted(str(c.name) for c in fake.created) == ["live", "theirs"]
     assert launcher(fake).cleanup() == []
 
 
 def test_cleanup_dry_run_removes_nothing(fake: FakeClient) -> None:
-    fake.containers.create(IMAGE, name="ours", labels={OWNER_LABEL: "harness", RUN_LABEL: "r"})
+    fake.containers.create(IMAGE, name="ours", labels={OWNER_LABEL: "harness", RUN_LABEL: "r", **_dead_owner()})
     found = cleanup_mod.remove_labelled_containers(cast(DockerClient, fake), dry_run=True)
     assert len(found) == 1 and "run r" in found[0]
     assert len(fake.created) == 1
+
+
+def test_containers_get_owner_labels(fake: FakeClient, ctx: LaunchContext) -> None:
+    server = launcher(fake).start(make_spec(), ctx)
+    labels = only_container(fake).options["labels"]
+    server.stop()
+    assert labels[HOST_LABEL] == socket.gethostname() and labels[UID_LABEL] == str(os.getuid())
+    assert labels[PID_LABEL].startswith(f"{os.getpid()}:")
 
 
 def _cli() -> Typer:
@@ -313,17 +341,27 @@ def _cli() -> Typer:
 
 
 def test_cleanup_command(fake: FakeClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    fake.containers.create(IMAGE, name="ours", labels={OWNER_LABEL: "harness", RUN_LABEL: "r9"})
+    fake.containers.create(IMAGE, name="ours", labels={OWNER_LABEL: "harness", RUN_LABEL: "r9", **_dead_owner()})
+    fake.containers.create(IMAGE, name="live", labels={OWNER_LABEL: "harness", RUN_LABEL: "r10",
+                                                       **cleanup_mod.owner_labels()})
     monkeypatch.setattr(docker_host, "connect", lambda: fake)
     runner = CliRunner()
+    out = runner.invoke(_cli(), ["cleanup"])  # lists, removes nothing
+    assert out.exit_code == 0 and "run r9: stale" in out.output and "run r10: live" in out.output, out.output
+    assert "Nothing was removed" in out.output and len(fake.created) == 2
     out = runner.invoke(_cli(), ["cleanup", "--run-id", "r9", "--dry-run"])
-    assert out.exit_code == 0 and "Would remove 1 container(s) of run r9" in out.output
-    assert len(fake.created) == 1
-    out = runner.invoke(_cli(), ["cleanup"])
-    assert out.exit_code == 0 and "Removed 1 container(s) of any run" in out.output
-    assert fake.created == []
-    out = runner.invoke(_cli(), ["cleanup"])
-    assert "No harness containers" in out.output
+    assert out.exit_code == 0 and "Would remove container ours" in out.output
+    assert len(fake.created) == 2
+    out = runner.invoke(_cli(), ["cleanup", "--all-stale"])
+    assert out.exit_code == 0 and "Removed container ours" in out.output
+    assert [c.name for c in fake.created] == ["live"]
+    out = runner.invoke(_cli(), ["cleanup", "--run-id", "r10"])
+    assert out.exit_code == 2 and "still running" in out.output and "--force" in out.output
+    assert [c.name for c in fake.created] == ["live"]
+    out = runner.invoke(_cli(), ["cleanup", "--run-id", "r10", "--force"])
+    assert out.exit_code == 0 and fake.created == []
+    out = runner.invoke(_cli(), ["cleanup", "--all-stale"])
+    assert "Nothing to remove" in out.output
 
 
 def test_cleanup_command_without_docker(monkeypatch: pytest.MonkeyPatch) -> None:

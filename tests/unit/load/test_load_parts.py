@@ -8,7 +8,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harness.load.parts import PartWriter, build_requests_parquet, count_rows, find_parts, part_prefix
+from harness.load.parts import (
+    REQUESTS_SCHEMA,
+    PartWriter,
+    build_requests_parquet,
+    count_rows,
+    find_parts,
+    part_prefix,
+)
 from harness.records import SCHEMA, RequestRecord
 
 
@@ -59,11 +66,11 @@ def test_requests_parquet_skips_a_corrupt_part(tmp_path: Path, caplog: pytest.Lo
         path = build_requests_parquet(tmp_path)
     table = pq.read_table(path)
     assert table.num_rows == 3
-    assert table.schema.equals(SCHEMA)
+    assert table.schema.equals(REQUESTS_SCHEMA)
     assert table.column("send_wall_ns").to_pylist() == sorted(table.column("send_wall_ns").to_pylist())
     assert any("skipped unreadable record part" in r.message and last.name in r.message for r in caplog.records)
 
 
 def test_requests_parquet_of_an_empty_run(tmp_path: Path) -> None:
     table = pq.read_table(build_requests_parquet(tmp_path))
-    assert table.num_rows == 0 and table.schema.equals(SCHEMA)
+    assert table.num_rows == 0 and table.schema.equals(REQUESTS_SCHEMA)
