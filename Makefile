@@ -8,6 +8,9 @@ HARNESS := $(VENV)/bin/harness
 STAMP := $(VENV)/.installed-stamp
 RESULTS ?= results
 PYTEST_ARGS ?=
+# make test runs the suite in this many worker processes (pytest-xdist, whole files per worker: most tests wait on
+# simulated servers, so two workers nearly halve the time on two cores); TEST_JOBS=0 runs it in one process.
+TEST_JOBS ?= 2
 
 # make benchmark: the default real scenario; model and image overridable from the environment.
 BENCH_SCENARIO ?= scenarios/vllm-cpu-pilot.yaml
@@ -31,7 +34,7 @@ install: $(STAMP) ## create .venv and install the harness with its dev tools (id
 
 test: $(STAMP) ## run the default test suite (unit, integration, reliability; no Docker needed)
 	@bash scripts/install-chromium.sh || echo "warning: could not install chromium; the browser report test will fail"
-	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -n $(TEST_JOBS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	  if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests"; exit 1; fi; exit $$rc
 
 test-e2e: $(STAMP) ## opt-in end-to-end tier: slow simulator tests, then real dockerd, a Docker-launched simulator, a real vLLM on the CPU
@@ -58,8 +61,8 @@ lint: $(STAMP) ## ruff and mypy --strict
 	$(VENV)/bin/ruff check harness tests
 	$(VENV)/bin/mypy harness
 
-cleanup: $(STAMP) ## stop and remove servers/containers an interrupted run left behind
-	$(HARNESS) cleanup
+cleanup: $(STAMP) ## stop and remove servers/containers of runs whose harness process is gone (never a live run)
+	$(HARNESS) cleanup --all-stale
 
 clean-venv: ## remove the virtual environment
 	rm -rf $(VENV)

@@ -181,6 +181,9 @@ def _register_area_commands() -> None:
     from harness.load.probe import probe_command
 
     app.command("probe")(probe_command)
+    from harness.load.worker_cli import load_worker_command
+
+    app.command("load-worker")(load_worker_command)
     from harness.launch.cleanup import cleanup_command
 
     app.command("cleanup")(cleanup_command)

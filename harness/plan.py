@@ -16,7 +16,9 @@ from harness.config.scenario import Scenario
 from harness.engines import build_launch_spec
 from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec
+from harness.load.layout import host_cores
 from harness.power import PowerInput, PowerPlan, plan_power, power_checks
+from harness.rollout.capacity_plan import search_plan_lines
 from harness.scenario_secrets import scenario_redactor
 from harness.secret_flags import mask_argv, masked_command_line
 from harness.summary import CheckItem
@@ -60,6 +62,8 @@ class Plan(BaseModel):
     simulated: bool
     arms: list[ArmPlan]
     steps: list[str]
+    search: list[str] = Field(default_factory=list, description="the capacity search per arm (steps.search)")
+    load: str | None = Field(default=None, description="load processes and machines per step (the load section)")
     checks: list[CheckItem]
     estimated_duration_s: float
     duration_note: str | None = None
@@ -85,6 +89,8 @@ def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
     """Seconds the run should take (readiness + warm-up + steps + drains + drills per arm)."""
     per_arm = READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0) + scenario.steps.planned_duration_s()
     per_arm += 2.0 * len(scenario.steps.levels)  # step-boundary scrapes and drains, typical
+    if scenario.steps.search is not None:  # its worst case: every other probe re-run longer
+        per_arm += scenario.steps.search.worst_case_s() + 2.0 * scenario.steps.search.max_probes
     drills = sum(d.before_s + d.during_s + d.after_s for d in scenario.drills)
     note = None
     if any(level.duration_s is None for level in scenario.steps.levels):
@@ -138,6 +144,8 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
                 simulated=scenario.engine.kind == "sim", arms=arms,
                 steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
                        for lvl in scenario.steps.levels],
+                search=search_plan_lines(scenario),
+                load=scenario.load.describe(host_cores()),
                 checks=[c.model_copy(update={"message": redact(c.message)}) for c in checks],
                 estimated_duration_s=duration, duration_note=note, validation=validation,
                 power=power_plan, ok=not has_errors(checks))

@@ -38,6 +38,10 @@ def print_plan(plan: Plan, console: Console) -> None:
                       escape(", ".join(arm.disk_tier_dirs) or "-"), escape(arm.launcher))
     console.print(table)
     console.print("[bold]Steps per arm:[/] " + escape(", ".join(plan.steps)))
+    for line in plan.search:
+        console.print("[bold]Capacity search:[/] " + escape(line), soft_wrap=True, highlight=False)
+    if plan.load and plan.load != "1 local process":  # the default layout is not worth a line
+        console.print("[bold]Load per step:[/] " + escape(plan.load))
     for arm in plan.arms:
         console.print(f"\n[bold]{escape(arm.name)}[/] command:")
         if arm.error:

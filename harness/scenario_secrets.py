@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from harness.config.engine import EngineSpec
 from harness.config.env_refs import parse_reference
+from harness.config.external import command_secret_values
 from harness.config.scenario import Scenario
 from harness.redact import Redactor, is_secret_name, secret_values
 from harness.secret_flags import REFERENCE, secret_flag_values
@@ -80,6 +81,7 @@ def scenario_secret_values(scenario: Scenario) -> list[str]:
         found += env_secret_values(engine.env)
     for arm in scenario.arms:
         found += raw_engine_values(arm.engine or {})
+        found += command_secret_values(arm.server)
     return sorted(set(found), key=len, reverse=True)
 
 

@@ -122,14 +122,33 @@ class ServerStep(_Model):
     tier_health: TierHealth = Field(default_factory=TierHealth)
 
 
+class LoadProcessHealth(_Model):
+    """One load process's own state during a step (a local worker, or a worker on another machine)."""
+
+    rank: int = 0
+    host: str = ""
+    remote: bool = False  # joined the master from outside (``harness load-worker``)
+    requests: int = 0
+    cpu_percent: float | None = None  # 100 = one core
+    send_lag_ms_p50: float | None = None
+    send_lag_ms_p99: float | None = None
+    saturated: bool = False
+
+
 class ClientHealth(_Model):
-    """The load generator's own state during a step."""
+    """The load generator's own state during a step, and the processes and machines that drove it."""
 
     cpu_percent: float | None = None
     send_lag_ms_p50: float | None = None
     send_lag_ms_p99: float | None = None
     saturated: bool = False
     note: str | None = None
+    processes: int = 1  # load processes that sent this step's requests
+    machines: int = 1  # distinct hosts among them
+    remote_processes: int = 0
+    per_process: list[LoadProcessHealth] = Field(default_factory=list)
+    layout_note: str | None = None  # why this step used more processes than the one before (processes: auto)
+    plan_fingerprint: str | None = None  # the request plan the step ran (the same whatever the process count)
 
 
 class HitClassLatency(_Model):
@@ -217,7 +236,7 @@ class LaunchRecord(_Model):
 class ArmFailure(_Model):
     """Why an arm failed (start-up error, death mid-step, harness error) with the server's last log lines."""
 
-    phase: Literal["start", "readiness", "step", "drill", "harness"]
+    phase: Literal["start", "readiness", "live-config", "step", "drill", "harness"]
     message: str
     log_tail: list[str] = Field(default_factory=list)
 
@@ -319,6 +338,52 @@ class FitItem(_Model):
     evidence: str
 
 
+class CapacityProbe(_Model):
+    """One probe of the capacity search: its load, sample and percentile interval against the budget."""
+
+    step: int  # its steps.jsonl index (harness.rollout.capacity.probe_index)
+    label: str
+    load: float
+    requests: int = 0
+    errors: int = 0
+    n: int = 0  # samples of the percentile (ITL: the requests)
+    duration_s: float = 0.0
+    value_ms: float | None = None
+    ci: QuantileCI | None = None
+    outcome: Literal["meets", "breaks", "unresolved"]
+    extended: bool = False  # the re-run of an unresolved probe, longer
+    reason: str = ""
+    client_saturated: bool = False  # the load generator could not keep up: latencies include client delay
+
+
+class CapacityArm(_Model):
+    """One arm's capacity at the SLO: the highest probed load whose percentile interval met the budget."""
+
+    arm: str
+    status: Literal["found", "at-least-high", "none-met", "not-run"]
+    capacity: float | None = None  # None: no probed load met
+    not_met: float | None = None  # the lowest probed load that did not meet
+    complete: bool = False  # the bracket reached the resolution (or an end of the range)
+    message: str = ""
+    probes: list[CapacityProbe] = Field(default_factory=list)
+
+
+class CapacitySection(_Model):
+    """Capacity at SLO (``steps.search``): per arm and tier against baseline. It informs; the verdict's rules do not
+    read it."""
+
+    metric: str
+    percentile: float
+    budget_ms: float
+    kind: Literal["concurrency", "rate"]
+    low: float
+    high: float
+    confidence: float = 0.95
+    arms: list[CapacityArm] = Field(default_factory=list)
+    comparison: list[str] = Field(default_factory=list)  # tier against baseline, in words
+    note: str = ""
+
+
 class Summary(_Model):
     """The whole run."""
 
@@ -342,6 +407,7 @@ class Summary(_Model):
     checks: list[CheckItem] = Field(default_factory=list)
     drills: list[DrillResult] = Field(default_factory=list)
     noise_floor: NoiseFloor | None = None
+    capacity: CapacitySection | None = None  # steps.search: informs, never changes the verdict
     load_time: LoadTime = Field(default_factory=LoadTime)
     statistics: Statistics = Field(default_factory=Statistics)
     warnings: list[str] = Field(default_factory=list)

@@ -31,14 +31,24 @@ ALL_CHECKS: dict[str, Check] = {
     "trace": lambda s, h, m, u: inputs.check_trace(s, m),
 }
 
+# Checks of this host's resources for servers the harness starts; skipped when the arms are external servers.
+HOST_LOCAL = frozenset({"host-headroom", "disk-tier", "shm", "gpu-runtime"})
+
 
 def run_checks(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode = "plan",
                allow_unpinned: bool = False) -> list[CheckItem]:
     """All check results, in a stable order."""
     facts = host or OsHostFacts()
     results: list[CheckItem] = []
-    for check in ALL_CHECKS.values():
+    external = scenario.engine.effective_launcher == "external"
+    for name, check in ALL_CHECKS.items():
+        if external and name in HOST_LOCAL:
+            continue
         results += check(scenario, facts, mode, allow_unpinned)
+    if external:
+        results.append(CheckItem(name="external-servers", level="ok", message="the arms are existing deployments: "
+                                 "host memory, /dev/shm, disk-tier and GPU checks are theirs (not run here); each "
+                                 "server's live configuration is checked before its arm is judged"))
     return results
 
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.external import ExternalServer
 from harness.config.text import PathText
 
 Tier = Literal["gpu-only", "cpu", "tiered"]
@@ -108,6 +109,8 @@ class Arm(StrictModel):
     offload: Offload = Field(default_factory=NoOffload)
     engine: dict[str, Any] = Field(default_factory=dict, description="overrides of engine fields for this arm; "
                                    "anything but cache settings breaks the one-dimension rule")
+    server: ExternalServer | None = Field(default=None, description="an existing deployment to drive instead of "
+                                          "a server the harness starts (engine.launcher: external)")
 
     @field_validator("name")
     @classmethod

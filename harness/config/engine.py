@@ -12,7 +12,7 @@ from harness.config.env_refs import EnvValue
 from harness.config.text import EnvName, Name, PathText
 
 EngineKind = Literal["vllm", "trtllm", "sim"]
-LauncherKind = Literal["docker", "process"]
+LauncherKind = Literal["docker", "process", "external"]
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
@@ -39,8 +39,8 @@ class EngineSpec(StrictModel):
 
     kind: EngineKind
     launcher: LauncherKind | None = Field(
-        default=None, description="docker (containers on a GPU box) or process (local); default: docker for "
-        "vllm/trtllm, process for sim")
+        default=None, description="docker (containers on a GPU box), process (local) or external (servers you "
+        "run; each arm's server.base_url); default: docker for vllm/trtllm, process for sim")
     image: str | None = Field(default=None, description="container image with a pinned tag, e.g. "
                               "vllm/vllm-openai:v0.32.0")
     image_digest: str | None = Field(default=None, description="expected sha256 digest of the image (recorded anyway)")

@@ -127,6 +127,14 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
+def _may_hold_secret(loc: tuple[Any, ...]) -> bool:
+    """A field whose input is never echoed: environment values, command-line arguments, secret-looking keys."""
+    from harness.redact import is_secret_name
+
+    names = [str(part) for part in loc]
+    return any(n == "env" or n.endswith("args") or is_secret_name(n) for n in names)
+
+
 def _size_hint(limit: Any) -> str:
     if isinstance(limit, int | float) and not isinstance(limit, bool) and limit >= 1 << 30:
         return f" ({limit / (1 << 30):g} GiB)" if limit < 1 << 40 else f" ({limit / (1 << 40):g} TiB)"
@@ -151,6 +159,7 @@ def explain(err: Mapping[str, Any], root: Any = None) -> tuple[str, str]:
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     ctx = err.get("ctx") or {}
     where = locate(loc, root)
+    shown = _shown if not _may_hold_secret(loc) else (lambda _value: "a value not shown: it may hold a secret")
     if kind == "extra_forbidden":
         parent = locate(loc[:-1], root).node
         key = str(loc[-1]) if loc else "?"
@@ -171,13 +180,13 @@ def explain(err: Mapping[str, Any], root: Any = None) -> tuple[str, str]:
         return where.path, f"{disc} is missing; give {disc}: one of {tags}"
     if kind in _MAPPING_TYPES:
         keys = f" with keys such as {_keys(where.node, 6)}" if _is_model(where.node) else ""
-        return where.path, f"should be a mapping{keys} (got {_shown(err.get('input'))})"
+        return where.path, f"should be a mapping{keys} (got {shown(err.get('input'))})"
     if kind == "list_type":
-        return where.path, f"should be a list (got {_shown(err.get('input'))})"
+        return where.path, f"should be a list (got {shown(err.get('input'))})"
     if kind in _BOUND_TYPES:
         limit = next(iter(ctx.values()), None)
         msg += _size_hint(limit)
     if "input" in err and not isinstance(err["input"], dict | list):
         desc = where.field.description if where.field is not None and kind != "value_error" else None
-        return where.path, f"{msg} (got {_shown(err['input'])})" + (f"; expected: {desc}" if desc else "")
+        return where.path, f"{msg} (got {shown(err['input'])})" + (f"; expected: {desc}" if desc else "")
     return where.path, msg

@@ -44,14 +44,25 @@ def _parse_yaml(text: str, source: str) -> Any:
         raise ScenarioError(source, [(exc.where, exc.problem)]) from None
 
 
+def _may_show(key: str) -> bool:
+    """An override's value may be echoed in an error: not for environment values, command-line arguments or
+    secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
+    from harness.redact import is_secret_name
+
+    lowered = key.lower()
+    return not (is_secret_name(key) or ".env" in lowered or "args" in lowered)
+
+
 def _apply_override(data: dict[str, Any], assignment: str) -> None:
     key, sep, raw = assignment.partition("=")
     if not sep or not key:
-        raise ScenarioError("--set", [(assignment, "expected KEY=VALUE, e.g. steps.levels[0].duration_s=5")])
+        shown = assignment if _may_show(assignment) else "(not shown: it may hold a secret)"
+        raise ScenarioError("--set", [(shown, "expected KEY=VALUE, e.g. steps.levels[0].duration_s=5")])
     try:
         value = load_yaml(raw) if raw else ""
     except YamlInputError:
-        raise ScenarioError("--set", [(key, f"value {raw!r} is not valid YAML; quote strings, e.g. "
+        what = f"value {raw!r}" if _may_show(key) else "the value (not shown: it may hold a secret)"
+        raise ScenarioError("--set", [(key, f"{what} is not valid YAML; quote strings, e.g. "
                                            f"{key}='\"...\"'")]) from None
     node: Any = data
     parts = key.replace("]", "").replace("[", ".").split(".")

@@ -12,6 +12,7 @@ from harness.config.checks_spec import ChecksSpec
 from harness.config.drills import Drill
 from harness.config.engine import EngineSpec
 from harness.config.errors import explain
+from harness.config.load import LoadSpec
 from harness.config.rules import RulesSpec, SloSpec
 from harness.config.steps import StepsSpec
 from harness.config.text import Name
@@ -31,6 +32,7 @@ class Scenario(StrictModel):
     rules: RulesSpec = Field(default_factory=RulesSpec)
     drills: list[Drill] = Field(default_factory=list)
     checks: ChecksSpec = Field(default_factory=ChecksSpec)
+    load: LoadSpec = Field(default_factory=LoadSpec)
     _source_file: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -64,6 +66,13 @@ class Scenario(StrictModel):
         for path, name in refs:
             if name not in names:
                 raise ValueError(f"{path}: {name!r} is not an arm of this scenario; arms: {valid}")
+        return self
+
+    @model_validator(mode="after")
+    def _external_servers(self) -> Scenario:
+        from harness.config.external import check_external_arms
+
+        check_external_arms(self)
         return self
 
     def set_source_file(self, path: str | None) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, model_validator
 
 from harness.config.base import StrictModel
+from harness.config.search import SearchSpec
 
 
 class StepLevel(StrictModel):
@@ -67,6 +68,8 @@ class StepsSpec(StrictModel):
     warmup: Warmup = Field(default_factory=Warmup)
     sequential: SequentialSpec = Field(default_factory=SequentialSpec)
     levels: list[StepLevel] = Field(min_length=1)
+    search: SearchSpec | None = Field(default=None, description="capacity at SLO: a probe search per arm after "
+                                      "its fixed steps (harness/config/search.py)")
     scrape_interval_s: float = Field(default=2.0, ge=0.1, le=600)
     request_timeout_s: float = Field(default=300.0, gt=0, le=7200)
     stream_idle_timeout_s: float = Field(default=30.0, gt=0, le=3600, description="a stream silent this long "
@@ -83,7 +86,18 @@ class StepsSpec(StrictModel):
             if cur.load < prev.load:
                 raise ValueError(f"levels[{i}] ({cur.label}) is lower than levels[{i - 1}] ({prev.label}); "
                                  "steps must rise")
+        search = self.search
+        if search is not None and self.search_kind == "concurrency" and (search.low != int(search.low)
+                                                                        or search.high != int(search.high)):
+            raise ValueError("search: low and high are users (a closed-loop search): give whole numbers")
         return self
+
+    @property
+    def search_kind(self) -> str:
+        """What the capacity search varies: ``search.kind``, else the kind of ``levels``."""
+        if self.search is not None and self.search.kind is not None:
+            return self.search.kind
+        return "concurrency" if self.levels[0].concurrency is not None else "rate"
 
     def planned_duration_s(self) -> float:
         """Planned seconds of load per arm (duration-bounded levels only), warm-up included."""

@@ -6,6 +6,7 @@ unknown or gone (:mod:`.leftovers`). With no option it only lists them and remov
 every stale piece (the harness process that started it is gone); ``--run-id ID`` removes one run's pieces, and
 refuses (exit 2) while that run's harness still runs unless ``--force`` is given. ``--dry-run`` shows what either
 would remove. Containers without owner labels, or from another host or user, are removed only with ``--run-id``.
+Servers of external arms (``engine.launcher: external``) have neither a pid file nor labels: never touched.
 """
 
 from __future__ import annotations

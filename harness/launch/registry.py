@@ -1,12 +1,24 @@
-"""Pick a launcher by the engine's ``launcher`` field (``docker`` or ``process``)."""
+"""Pick a launcher by the engine's ``launcher`` field (``docker``, ``process`` or ``external``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from harness.launch.base import Launcher
 
+if TYPE_CHECKING:
+    from harness.config.external import ExternalServer
 
-def launcher_for(kind: str, *, allow_unpinned: bool = False) -> Launcher:
-    """The launcher for ``kind``; Docker is imported lazily so hosts without it can run processes."""
+
+def launcher_for(kind: str, *, allow_unpinned: bool = False, server: ExternalServer | None = None) -> Launcher:
+    """The launcher for ``kind``; Docker is imported lazily so hosts without it can run processes. ``external``
+    needs the arm's ``server`` section."""
+    if kind == "external":
+        if server is None:
+            raise KeyError("the external launcher needs the arm's server section (server.base_url)")
+        from harness.launch.external import ExternalLauncher
+
+        return ExternalLauncher(server)
     if kind == "process":
         from harness.launch.process import ProcessLauncher
 
@@ -15,4 +27,4 @@ def launcher_for(kind: str, *, allow_unpinned: bool = False) -> Launcher:
         from harness.launch.docker import DockerLauncher
 
         return DockerLauncher(allow_unpinned=allow_unpinned)
-    raise KeyError(f"unknown launcher {kind!r}; use docker or process")
+    raise KeyError(f"unknown launcher {kind!r}; use docker, process or external")

@@ -3,7 +3,8 @@
 A gevent process is one thread: near 100% of a core it can no longer send on time or read chunks as they
 arrive, and its latencies include its own queueing. A step is flagged ``saturated`` when any load process
 ran above ``saturation_cpu_percent`` of a core or the send lag's p99 exceeded ``saturation_lag_ms``; the note
-says which, with the numbers.
+says which, with the numbers. Each load process (a local worker or a remote machine's) gets its own figures and
+flag (:class:`~harness.summary.LoadProcessHealth`), and the step records how many processes and machines drove it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from harness.summary import ClientHealth
+from harness.load.spec import WorkerReport
+from harness.summary import ClientHealth, LoadProcessHealth
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:
@@ -33,9 +35,10 @@ def lag_stats_ms(lags_ns: Sequence[int]) -> tuple[float | None, float | None, fl
 
 def assess(*, cpu_s: float, wall_s: float, max_process_cpu_percent: float | None, lag_p50_ms: float | None,
            lag_p99_ms: float | None, processes: int, cpu_limit: float = 90.0,
-           lag_limit_ms: float = 20.0) -> ClientHealth:
+           lag_limit_ms: float = 20.0, workers: Sequence[WorkerReport] = ()) -> ClientHealth:
     """The step's :class:`ClientHealth` with a sentence when the client was saturated."""
     cpu_percent = round(100.0 * cpu_s / wall_s, 1) if wall_s > 0 else None
+    per_process = [process_health(w, cpu_limit, lag_limit_ms) for w in sorted(workers, key=lambda w: w.rank)]
     reasons: list[str] = []
     if max_process_cpu_percent is not None and max_process_cpu_percent >= cpu_limit:
         reasons.append(f"a load process used {max_process_cpu_percent:.0f}% of a core (limit {cpu_limit:g}%)")
@@ -44,9 +47,23 @@ def assess(*, cpu_s: float, wall_s: float, max_process_cpu_percent: float | None
     note = None
     if reasons:
         note = ("load generator saturated: " + "; ".join(reasons) + f" with {processes} process(es); its "
-                "latencies include client delay. Add load processes (StepRun.processes) or machines.")
+                "latencies include client delay. Raise the scenario's load.processes (or set processes: auto) "
+                "or add machines (load.remote_workers).")
+    hosts = {w.host for w in workers}
     return ClientHealth(cpu_percent=cpu_percent, send_lag_ms_p50=_round(lag_p50_ms),
-                        send_lag_ms_p99=_round(lag_p99_ms), saturated=bool(reasons), note=note)
+                        send_lag_ms_p99=_round(lag_p99_ms), saturated=bool(reasons), note=note,
+                        processes=processes, machines=max(1, len(hosts)),
+                        remote_processes=sum(1 for w in workers if w.remote), per_process=per_process)
+
+
+def process_health(worker: WorkerReport, cpu_limit: float, lag_limit_ms: float) -> LoadProcessHealth:
+    """One load process's figures, flagged saturated by the same limits as the step."""
+    cpu = round(100.0 * worker.cpu_s / worker.wall_s, 1) if worker.wall_s > 0 else None
+    lag = worker.send_lag_ms_p99
+    saturated = (cpu is not None and cpu >= cpu_limit) or (lag is not None and lag >= lag_limit_ms)
+    return LoadProcessHealth(rank=worker.rank, host=worker.host, remote=worker.remote, requests=worker.requests,
+                             cpu_percent=cpu, send_lag_ms_p50=_round(worker.send_lag_ms_p50),
+                             send_lag_ms_p99=_round(lag), saturated=saturated)
 
 
 def _round(value: float | None) -> float | None:

@@ -28,6 +28,7 @@ os.environ["LOCUST_SKIP_MONKEY_PATCH"] = "1"
 
 # ruff: noqa: E402  (imports after the monkey patch, on purpose)
 import argparse
+import contextlib
 import json
 import logging
 import sys
@@ -37,10 +38,12 @@ from pathlib import Path
 from gevent.fileobject import FileObjectPosix
 
 from harness.load.locust_users import quiet_logging, run_local, warm_pyarrow
-from harness.load.master import run_master, run_worker
+from harness.load.master import run_master, say_run_over
 from harness.load.plan import LoadConfigError
 from harness.load.replay import TraceLoadError
 from harness.load.spec import RunnerOutcome, StepSpec
+from harness.load.worker import INTERRUPTED, run_worker
+from harness.watchdog import watch_parent
 
 log = logging.getLogger("harness.load.runner")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
@@ -83,8 +86,31 @@ def cmd_run(spec_path: Path) -> int:
     return EXIT_OK
 
 
+def cmd_run_over(request_path: Path) -> int:
+    """Tell the remote workers of a run that it is over (``BYE <request file>``: bind host, port, expected, wait)."""
+    try:
+        request = json.loads(request_path.read_text(encoding="utf-8")[:10_000])
+        bind, port, expected, wait_s = (str(request["bind_host"]), int(request["port"]), int(request["expected"]),
+                                        float(request["wait_s"]))
+        outcome = Path(str(request["outcome_path"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.error("cannot read the run-over request %s: %s", request_path, exc)
+        return EXIT_BAD_INPUT
+    try:
+        told = say_run_over(bind, port, expected, wait_s)
+    except Exception as exc:  # the port may be taken: the workers end on their idle timeout instead
+        log.error("cannot tell the workers the run is over: %s: %s", type(exc).__name__, exc)
+        told = -1
+    with contextlib.suppress(OSError):
+        tmp = outcome.with_name(outcome.name + ".tmp")
+        tmp.write_text(json.dumps({"told": told}), encoding="utf-8")
+        tmp.replace(outcome)
+    return EXIT_OK if told >= 0 else EXIT_FAILED
+
+
 def cmd_serve() -> int:
-    """A warm runner: run one step per ``RUN <spec file>`` line on stdin until ``EXIT`` or end of input.
+    """A warm runner: run one step per ``RUN <spec file>`` line on stdin until ``EXIT`` or end of input
+    (``BYE <request file>`` tells a run's remote workers that it is over).
 
     Startup (interpreter, gevent, locust, pydantic, pyarrow: seconds on a busy host) is paid once, not per
     step, so consecutive steps (and drill phases) follow each other closely.
@@ -97,6 +123,10 @@ def cmd_serve() -> int:
         if not line or line == "EXIT":
             return EXIT_OK
         verb, _, arg = line.partition(" ")
+        if verb == "BYE" and arg:
+            cmd_run_over(Path(arg))
+            print(f"{DONE} {arg}", flush=True)
+            continue
         if verb != "RUN" or not arg:
             log.error("unknown command %r (expected 'RUN <spec file>' or 'EXIT')", line)
             continue
@@ -116,13 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="join a master (another machine's step) as a load worker")
     worker.add_argument("--master-host", required=True)
     worker.add_argument("--master-port", required=True, type=int)
+    worker.add_argument("--connect-timeout", type=float, default=None,
+                        help="wait up to this many seconds for the master's port (default: locust's own retries)")
+    worker.add_argument("--status-file", type=Path, default=None, help="write what was served here (JSON)")
     args = parser.parse_args(argv)
     quiet_logging()
     if args.cmd == "run":
         return cmd_run(args.spec)
     if args.cmd == "serve":
         return cmd_serve()
-    return run_worker(args.master_host, args.master_port)
+    watch_parent(lambda: os._exit(INTERRUPTED))  # started by `harness load-worker`: end with it
+    return run_worker(args.master_host, args.master_port, args.connect_timeout, args.status_file)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.abc
 import itertools
 import logging
+import os
 import signal
 import sys
 import time
@@ -30,6 +31,7 @@ from harness.load.health import lag_stats_ms
 from harness.load.parts import PartWriter, part_prefix
 from harness.load.plan import StepPlan, build_plan
 from harness.load.spec import RunnerOutcome, StepSpec
+from harness.load.worker_report import self_report
 from harness.records import SCHEMA
 
 
@@ -201,6 +203,8 @@ def run_local(spec: StepSpec) -> RunnerOutcome:
     end_ns, end_wall = time.perf_counter_ns(), time.time_ns()
     p50, p99, lag_max = lag_stats_ms(driver.lags_ns)
     wall_s = ((driver.end_ns or end_ns) - (driver.t0_ns or start_ns)) / 1e9
+    me = self_report(rank=0, pid=os.getpid(), requests=driver.requests, cpu_s=driver.cpu_s, wall_s=wall_s,
+                     lags_ns=driver.lags_ns, plan=plan)
     return RunnerOutcome(
         start_ns=driver.t0_ns or start_ns, end_ns=driver.end_ns or end_ns,
         start_wall_ns=driver.wall0_ns or start_wall, end_wall_ns=end_wall, requests=driver.requests,
@@ -209,4 +213,5 @@ def run_local(spec: StepSpec) -> RunnerOutcome:
         cpu_s=driver.cpu_s, wall_s=wall_s, processes=1,
         max_process_cpu_percent=round(100 * driver.cpu_s / wall_s, 1) if wall_s > 0 else None,
         send_lag_ms_p50=p50, send_lag_ms_p99=p99, send_lag_ms_max=lag_max, warnings=plan.warnings,
-        parts=[str(p) for p in writer.parts], ended_early=driver.ended_early)
+        parts=[str(p) for p in writer.parts], ended_early=driver.ended_early, workers=[me],
+        plan_fingerprint=me.plan_fingerprint)

@@ -6,14 +6,17 @@ its rank. Locust's dispatcher hands users out round-robin over its sorted worker
 ``r`` of ``P`` gets users ``r, r + P, r + 2P, ...``: the same user streams as in one process. Open-loop
 steps run one dispatcher per worker, worker ``r`` taking arrivals ``r, r + P, ...``.
 
-Workers send their records in batches (``harness_records``) and a final ``harness_done`` with their CPU
-time; the master alone writes record parts. Remote workers need the harness installed (and a replayed
-trace at the same path); they reach the model server themselves.
+Workers send their records in batches (``harness_records``) and a final ``harness_done`` with their own
+report (host, CPU, send lag, plan fingerprint: :mod:`harness.load.worker_report`); the master alone writes record
+parts. A worker whose plan fingerprint differs from the master's fails the step. Remote workers need the harness
+installed (and a replayed trace at the same path); they reach the model server themselves. When more workers
+connect than expected, all of them share the step (with a warning). At the end of a run :func:`say_run_over`
+binds the master's address once more and tells the workers that connect that no more steps will come.
 """
 
 from __future__ import annotations
 
-import itertools
+import os
 import socket
 import subprocess
 import sys
@@ -25,10 +28,8 @@ import gevent
 import gevent.event
 from locust.env import Environment
 
-from harness.load.driver import StepDriver
 from harness.load.health import lag_stats_ms
 from harness.load.locust_users import (
-    CTX,
     HarnessClosedUser,
     HarnessOpenUser,
     StepShape,
@@ -38,10 +39,13 @@ from harness.load.locust_users import (
     make_writer,
     on_signals,
 )
-from harness.load.spec import RunnerOutcome, StepSpec
+from harness.load.spec import RunnerOutcome, StepSpec, WorkerReport
+from harness.load.worker import RUN_OVER_MESSAGE
+from harness.load.worker_report import fingerprint, from_message, host_name
 
-RELAY_INTERVAL_S = 0.5
 DONE_WAIT_S = 10.0
+UNBIND_LINGER_MS = 1000  # messages still queued (the workers' quit) get this long to leave
+RUN_OVER_GRACE_S = 1.0  # for the run-over messages to leave before the farewell master quits
 
 
 def _free_port(host: str) -> int:
@@ -72,8 +76,11 @@ class _Collector:
         self.errors: Counter[str] = Counter()
         self.lags_ns: list[int] = []
         self.done: dict[int, dict[str, Any]] = {}
+        self.reports: dict[int, WorkerReport] = {}
         self.all_done = gevent.event.Event()
         self.expected = 0
+        self.local_pids: set[int] = set()
+        self.here = host_name()
 
     def on_records(self, environment: Environment, msg: Any, **_: Any) -> None:
         """A batch of record rows from a worker."""
@@ -87,7 +94,11 @@ class _Collector:
 
     def on_done(self, environment: Environment, msg: Any, **_: Any) -> None:
         """A worker finished its share of the step."""
-        self.done[int(msg.data["rank"])] = dict(msg.data)
+        rank = int(msg.data["rank"])
+        self.done[rank] = dict(msg.data)
+        report = from_message(dict(msg.data), self.local_pids, self.here)
+        if report is not None:
+            self.reports[rank] = report
         if len(self.done) >= self.expected:
             self.all_done.set()
 
@@ -100,8 +111,9 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
     col = _Collector(spec)
     col.expected = expected
     users = plan.users if plan.mode == "closed" else expected
+    shape = StepShape(users, col.all_done.is_set)
     env = Environment(user_classes=[HarnessClosedUser if plan.mode == "closed" else HarnessOpenUser],
-                      shape_class=StepShape(users, col.all_done.is_set))
+                      shape_class=shape)
     port = spec.master_port or _free_port(spec.master_bind_host)
     runner = env.create_master_runner(spec.master_bind_host, port)
     runner.register_message("harness_records", col.on_records)
@@ -109,6 +121,8 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
     host = "127.0.0.1" if spec.master_bind_host in ("*", "0.0.0.0") else spec.master_bind_host
     procs = [subprocess.Popen([sys.executable, "-m", "harness.load.locust_runner", "worker", "--master-host",
                                host, "--master-port", str(port)]) for _ in range(local)]
+    col.local_pids = {proc.pid for proc in procs}
+    warnings = list(plan.warnings)
     stopping = gevent.event.Event()
     on_signals(stopping.set)
     flusher = gevent.spawn(flush_loop, col.writer, col.all_done)
@@ -120,6 +134,12 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
         if len(ready) < expected:
             raise RuntimeError(f"only {len(ready)} of {expected} load workers connected within "
                                f"{spec.worker_wait_s:g} s (master {spec.master_bind_host}:{port})")
+        if len(ready) > expected:  # every connected worker takes part, or locust would give the extras users
+            warnings.append(f"{len(ready)} load workers connected where {expected} were expected; all of them "
+                            "shared the step")
+            expected = col.expected = len(ready)
+            if plan.mode != "closed":
+                shape.users = expected
         ranks = dispatch_ranks(ready)
         for cid, rank in ranks.items():
             runner.send_message("harness_setup", {"spec": spec.model_dump(mode="json"), "rank": rank,
@@ -129,7 +149,7 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
         error = _wait(runner, col, ranks, stopping, hard_limit(spec, plan))
         end_ns, end_wall = time.perf_counter_ns(), time.time_ns()
     finally:
-        runner.quit()
+        quit_and_unbind(runner)
         flusher.join(timeout=30.0)  # never kill it: it may be inside a part write
         col.writer.flush()
         for proc in procs:
@@ -142,6 +162,12 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
     cpu_s = sum(float(w.get("cpu_s", 0.0)) for w in workers)
     per_proc = [100 * float(w["cpu_s"]) / float(w["wall_s"]) for w in workers if float(w.get("wall_s", 0)) > 0]
     errors_from_workers = [str(w["error"]) for w in workers if w.get("error")]
+    planned = fingerprint(plan)
+    differing = sorted(f"rank {r.rank} on {r.host}" for r in col.reports.values()
+                       if r.plan_fingerprint is not None and r.plan_fingerprint != planned)
+    if differing and error is None:
+        error = (f"load worker(s) {', '.join(differing)} planned different requests than the master (plan "
+                 "fingerprint differs): run the same harness version, with the same trace file, on every machine")
     p50, p99, lag_max = lag_stats_ms(col.lags_ns)
     return RunnerOutcome(
         start_ns=start_ns, end_ns=end_ns, start_wall_ns=start_wall, end_wall_ns=end_wall, requests=col.requests,
@@ -151,8 +177,9 @@ def run_master(spec: StepSpec) -> RunnerOutcome:
         cpu_s=cpu_s,
         wall_s=(end_ns - start_ns) / 1e9, processes=expected,
         max_process_cpu_percent=round(max(per_proc), 1) if per_proc else None, send_lag_ms_p50=p50,
-        send_lag_ms_p99=p99, send_lag_ms_max=lag_max, warnings=plan.warnings,
-        parts=[str(p) for p in col.writer.parts])
+        send_lag_ms_p99=p99, send_lag_ms_max=lag_max, warnings=warnings,
+        parts=[str(p) for p in col.writer.parts], workers=[col.reports[r] for r in sorted(col.reports)],
+        plan_fingerprint=planned)
 
 
 def _wait(runner: Any, col: _Collector, ranks: dict[str, int], stopping: gevent.event.Event,
@@ -182,72 +209,31 @@ def _wait(runner: Any, col: _Collector, ranks: dict[str, int], stopping: gevent.
     return error
 
 
-class _Relay:
-    """A worker's record sink: batches rows to the master."""
-
-    def __init__(self, runner: Any) -> None:
-        self.runner = runner
-        self.rows: list[dict[str, Any]] = []
-
-    def add_row(self, row: dict[str, Any]) -> None:
-        """Buffer one record row."""
-        self.rows.append(row)
-
-    def send(self) -> None:
-        """Send the buffered rows to the master."""
-        if self.rows:
-            rows, self.rows = self.rows, []
-            self.runner.send_message("harness_records", {"rows": rows})
-
-    def loop(self, stop: gevent.event.Event) -> None:
-        """Send buffered rows every half second until ``stop`` is set."""
-        while not stop.wait(RELAY_INTERVAL_S):
-            self.send()
+def say_run_over(bind_host: str, port: int, expected: int, wait_s: float) -> int:
+    """Bind the master's address once more and tell up to ``expected`` workers that connect within ``wait_s``
+    that the run is over (``harness load-worker`` then exits 0); returns how many were told."""
+    env = Environment(user_classes=[HarnessClosedUser])
+    runner = env.create_master_runner(bind_host, port)
+    told: set[str] = set()
+    try:
+        deadline = time.monotonic() + wait_s
+        while len(told) < expected and time.monotonic() < deadline:
+            for worker in list(runner.clients.ready):
+                if worker.id not in told:
+                    runner.send_message(RUN_OVER_MESSAGE, {"pid": os.getpid()}, client_id=worker.id)
+                    told.add(worker.id)
+            gevent.sleep(0.1)
+        gevent.sleep(RUN_OVER_GRACE_S if told else 0.0)
+    finally:
+        quit_and_unbind(runner)
+    return len(told)
 
 
-def run_worker(master_host: str, master_port: int) -> int:
-    """Join a master, run the share of the step it assigns, send the records back; exit when it quits."""
-    env = Environment(user_classes=[HarnessClosedUser, HarnessOpenUser])
-    runner = env.create_worker_runner(master_host, master_port)
-    relay = _Relay(runner)
-
-    def setup(environment: Environment, msg: Any, **_: Any) -> None:
-        """The master's step spec and this worker's rank."""
-        spec = StepSpec.model_validate(msg.data["spec"])
-        rank, nprocs = int(msg.data["rank"]), int(msg.data["nprocs"])
-        try:
-            plan = make_plan(spec)
-        except ValueError as exc:
-            runner.send_message("harness_done", {"rank": rank, "cpu_s": 0.0, "wall_s": 0.0, "error": str(exc)})
-            return
-        users_here = len(range(rank, plan.users, nprocs)) if plan.mode == "closed" else 1
-        driver = StepDriver(spec, plan, relay.add_row, rank=rank, nprocs=nprocs, users_here=users_here)
-        if plan.mode == "closed":
-            driver.prepare(list(range(rank, plan.users, nprocs)))
-        CTX.reset(driver, (rank + nprocs * k for k in itertools.count()))
-        gevent.spawn(relay.loop, driver.finished)
-        gevent.spawn(_report_done, driver, relay, runner, rank)
-        if users_here == 0:  # more workers than users: nothing to run here
-            driver.begin()
-
-    def stop_here(reason: str, interrupted: bool) -> None:
-        if CTX.driver is not None:
-            CTX.driver.halt(reason, interrupted=interrupted)
-
-    def halt(environment: Environment, msg: Any, **_: Any) -> None:
-        """Stop this worker's share of the step."""
-        stop_here(str(msg.data.get("reason", "stopped")), bool(msg.data.get("interrupted", False)))
-
-    runner.register_message("harness_setup", setup)
-    runner.register_message("harness_halt", halt)
-    on_signals(lambda: stop_here("interrupted", True))
-    runner.greenlet.join()
-    return 0
-
-
-def _report_done(driver: StepDriver, relay: _Relay, runner: Any, rank: int) -> None:
-    driver.finished.wait()
-    relay.send()
-    wall_s = ((driver.end_ns or 0) - (driver.t0_ns or 0)) / 1e9
-    runner.send_message("harness_done", {"rank": rank, "cpu_s": driver.cpu_s, "wall_s": wall_s,
-                                         "interrupted": driver.interrupted, "error": driver.error})
+def quit_and_unbind(runner: Any) -> None:
+    """Quit the master and close its socket, so the next step (same process, same fixed port) can bind it."""
+    try:
+        runner.quit()
+    finally:
+        server = getattr(runner, "server", None)
+        if server is not None:
+            server.close(linger=UNBIND_LINGER_MS)

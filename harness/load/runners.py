@@ -5,7 +5,9 @@ process group: it imports gevent, locust, pydantic and pyarrow once, then runs o
 on its stdin. The pool
 keeps at most one idle runner; a runner whose step was cancelled or timed out is killed, never reused. Runners
 exit when their stdin closes, and a parent watchdog (:mod:`harness.load.warm_runner`) ends one mid-step when this
-process dies, so they cannot outlive it; :func:`shutdown_runners` (also run at exit) stops them explicitly.
+process dies, so they cannot outlive it; :func:`shutdown_runners` (also run at exit) stops them explicitly. Before
+that, when steps of this process had remote workers, a runner tells the workers at each master address that the
+run is over (``harness load-worker`` then exits), waiting at most :data:`RUN_OVER_WAIT_S` for them.
 
 The runners' logs live in a temporary ``harness-load-runners-*`` directory holding an owner record (this process's
 pid and start time). It is removed at shutdown, by a runner that finds its harness gone, and by ``harness cleanup
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +37,8 @@ from harness.watchdog import child_env
 DIR_PREFIX = "harness-load-runners-"
 OWNER_FILE = "owner.json"
 MAX_DIRS_LISTED = 1000
+RUN_OVER_WAIT_S = 15.0  # for remote workers to reconnect after the last step (a new worker process each step)
+RUNNER_START_S = 60.0  # a fresh runner's imports, on a busy host
 
 
 @dataclass
@@ -98,6 +103,33 @@ class RunnerPool:
         self._idle: list[Runner] = []
         self._all: list[Runner] = []
         self._dir: Path | None = None
+        self._remote: dict[tuple[str, int], tuple[int, float]] = {}  # master address -> (workers, wait)
+
+    def note_remote(self, bind_host: str, port: int, workers: int, wait_s: float) -> None:
+        """A step had ``workers`` remote workers at this master address: tell them at shutdown that the run is over."""
+        with self._lock:
+            known, _ = self._remote.get((bind_host, port), (0, 0.0))
+            self._remote[(bind_host, port)] = (max(known, workers), min(wait_s, RUN_OVER_WAIT_S))
+
+    def say_run_over(self) -> None:
+        """Tell the remote workers of this process's steps that the run is over (bounded; best effort)."""
+        with self._lock:
+            remote, self._remote = dict(self._remote), {}
+        for (bind_host, port), (workers, wait_s) in remote.items():
+            runner = self.take()
+            outcome = runner.log_path.with_name(f"bye-{port}.json")
+            request = outcome.with_name(f"bye-{port}-request.json")
+            request.write_text(json.dumps({"bind_host": bind_host, "port": port, "expected": workers,
+                                           "wait_s": wait_s, "outcome_path": str(outcome)}), encoding="utf-8")
+            with contextlib.suppress(OSError):
+                runner.send(f"BYE {request}")
+            deadline = time.monotonic() + RUNNER_START_S + wait_s
+            while runner.alive() and not outcome.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if outcome.exists() and runner.alive():
+                self.give_back(runner)
+            else:
+                self.discard(runner)
 
     def _start(self) -> Runner:
         if self._dir is None or not self._dir.is_dir():
@@ -143,7 +175,9 @@ class RunnerPool:
                 self._idle.append(self._start())
 
     def shutdown(self) -> None:
-        """Stop every runner and remove their logs."""
+        """Tell remote workers the run is over, stop every runner and remove their logs."""
+        with contextlib.suppress(OSError):  # the temporary directory is gone or full: workers end on their idle timeout
+            self.say_run_over()
         with self._lock:
             runners, self._all, self._idle = list(self._all), [], []
         for runner in runners:

@@ -53,9 +53,24 @@ class StepSpec(_Model):
     flush_interval_s: float = Field(default=2.0, gt=0)
     outcome_path: str | None = None
     stop_path: str | None = None  # a sequential step ends its sending early once this file exists
-    saturation_cpu_percent: float = Field(default=90.0, gt=0)
-    saturation_lag_ms: float = Field(default=20.0, gt=0)
+    saturation_cpu_percent: float = Field(default=90.0, ge=0)  # 0 flags every step (a test's forced saturation)
+    saturation_lag_ms: float = Field(default=20.0, ge=0)
     attempt: int = Field(default=1, ge=1)  # written into every record (see harness.attempts)
+
+
+class WorkerReport(_Model):
+    """One load process's own figures over its share of a step (the master gets one from each worker)."""
+
+    rank: int = Field(ge=0)
+    host: str = Field(default="", max_length=64)  # the host name the worker reported (sanitised)
+    pid: int = 0
+    remote: bool = False  # not started by this step's master
+    requests: int = Field(default=0, ge=0)
+    cpu_s: float = Field(default=0.0, ge=0)
+    wall_s: float = Field(default=0.0, ge=0)
+    send_lag_ms_p50: float | None = None
+    send_lag_ms_p99: float | None = None
+    plan_fingerprint: str | None = Field(default=None, max_length=64)
 
 
 class RunnerOutcome(_Model):
@@ -83,3 +98,5 @@ class RunnerOutcome(_Model):
     warnings: list[str] = Field(default_factory=list)
     parts: list[str] = Field(default_factory=list)
     ended_early: bool = False  # sending ended at a sequential look (the step's decision was settled)
+    workers: list[WorkerReport] = Field(default_factory=list)  # each load process (one entry in one-process mode)
+    plan_fingerprint: str | None = None  # of the plan the runner ran (harness.load.plan.plan_fingerprint)

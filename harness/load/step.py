@@ -209,6 +209,8 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
     req.records_dir.mkdir(parents=True, exist_ok=True)
     prefix = part_prefix(req.step_index, req.step_label, req.drill, req.drill_phase)
     before = set(find_parts(req.records_dir, prefix))
+    if req.remote_workers and req.master_port:
+        POOL.note_remote(req.master_bind_host, req.master_port, req.remote_workers, req.worker_wait_s)
     runner = POOL.take()
     log_start = runner.log_size()
     with tempfile.TemporaryDirectory(prefix="harness-step-") as tmp:
@@ -240,7 +242,8 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
     health = assess(cpu_s=result.cpu_s, wall_s=result.wall_s, max_process_cpu_percent=result.max_process_cpu_percent,
                     lag_p50_ms=result.send_lag_ms_p50, lag_p99_ms=result.send_lag_ms_p99,
                     processes=result.processes, cpu_limit=req.saturation_cpu_percent,
-                    lag_limit_ms=req.saturation_lag_ms)
+                    lag_limit_ms=req.saturation_lag_ms, workers=result.workers)
+    health.plan_fingerprint = result.plan_fingerprint
     warnings = list(result.warnings) + ([health.note] if health.note else [])
     for warning in warnings:
         log.warning("%s step %s: %s", req.arm, req.step_label, warning)

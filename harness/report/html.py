@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.charts import Chart, hit_quality_chart, latency_chart, throughput_chart
+from harness.report.charts_capacity import capacity_chart
 from harness.report.charts_time import hit_class_chart, windows_chart
 from harness.report.fmt import verdict_title
 from harness.report.links import raw_links
@@ -16,8 +17,9 @@ __all__ = ["build_charts", "render_html", "verdict_title"]
 
 def build_charts(summary: Summary) -> list[Chart]:
     """Every chart of the report, in page order."""
-    return [latency_chart(summary), hit_quality_chart(summary), windows_chart(summary), throughput_chart(summary),
-            hit_class_chart(summary)]
+    charts = [latency_chart(summary), hit_quality_chart(summary), windows_chart(summary), throughput_chart(summary),
+              hit_class_chart(summary)]
+    return [*charts, capacity_chart(summary)] if summary.capacity is not None else charts
 
 
 def render_html(summary: Summary, run_dir: Path | None = None) -> str:

@@ -93,7 +93,7 @@ class StepEntry(_Passthrough):
 class FailureEntry(_Passthrough):
     """Why an arm failed, as ``arms.jsonl`` records it."""
 
-    phase: Literal["start", "readiness", "step", "drill", "harness"] = "harness"
+    phase: Literal["start", "readiness", "live-config", "step", "drill", "harness"] = "harness"
     message: str = "unknown"
     log_tail: list[str] = Field(default_factory=list)
 

@@ -11,25 +11,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from harness.checks import disk_tier
 from harness.config.arms import Arm
-from harness.config.engine import EngineSpec
-from harness.config.env_refs import resolve_env as resolve_env_refs
 from harness.config.steps import StepLevel
-from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
-from harness.launch.base import LaunchContext, LaunchError, RunningServer
-from harness.launch.readiness import wait_ready
-from harness.launch.registry import launcher_for
+from harness.launch.base import LaunchError, RunningServer
+from harness.load.layout import LoadLayout
 from harness.records import WARMUP_STEP
 from harness.rollout.context import RunContext
-from harness.rollout.manifest import launch_entry
-from harness.rollout.ports import free_port, port_is_free
 from harness.rollout.resume_state import ATTEMPT_EVENT, Cause, next_attempt
-from harness.secret_flags import masked_command_line
 
 FORCED_STOP_S = 3.0  # a forced stop (second Ctrl-C) waits at most this long for the server to go
 
@@ -57,18 +48,6 @@ class StepProblem:
     cause: Cause
 
 
-def resolve_env(env: dict[str, str]) -> dict[str, str]:
-    """Expand ``${NAME}`` / ``${NAME:-default}`` values from the harness's environment at launch time (never
-    written anywhere); an unset variable without a default is refused (harness/config/env_refs.py)."""
-    return resolve_env_refs(env)
-
-
-def _host_port(engine: EngineSpec) -> int:
-    if engine.port and port_is_free(engine.port, engine.host if ":" not in engine.host else "::1"):
-        return engine.port
-    return free_port()
-
-
 def _failure(phase: str, message: str, log_tail: list[str]) -> dict[str, Any]:
     return {"phase": phase, "message": message, "log_tail": log_tail[-40:]}
 
@@ -90,61 +69,18 @@ class ArmRunner:
         self.engine = ctx.scenario.engine_for(arm)
         self.server: RunningServer | None = None
         self.spec: LaunchSpec | None = None
+        self.load = LoadLayout(ctx.scenario.load)  # this arm's load processes (processes: auto grows them)
 
     def launch(self, *, keep_disk_tier: bool = False, host_port: int | None = None) -> RunningServer:
-        """Start a fresh server and wait until it is ready; raises LaunchError.
+        """Start a fresh server (or attach to an external one) and wait until it is ready; raises LaunchError.
+        A restart drill keeps the disk tier (``keep_disk_tier``); see :mod:`harness.rollout.arm_launch`."""
+        if self.arm.server is not None:  # an existing deployment (engine.launcher: external): attach, start nothing
+            from harness.rollout.external_arm import attach
 
-        A fresh arm starts with an empty disk tier (caches never carry over between arms or runs); a restart
-        drill keeps it (``keep_disk_tier``). Only directories the harness marked as its own are ever emptied."""
-        engine = self.engine
-        for tier in self.arm.fs_tiers():
-            try:
-                disk_tier.claim(Path(tier.root_dir), self.ctx.run_id)
-                if not keep_disk_tier:
-                    removed = disk_tier.clear_contents(Path(tier.root_dir))
-                    if removed:
-                        self.ctx.say(f"[{self.arm.name}] emptied disk tier {tier.root_dir} ({removed} entries "
-                                     "from an earlier arm or run)")
-            except (disk_tier.DiskTierError, OSError) as exc:
-                raise LaunchError(f"disk tier: {exc}", phase="start") from None
-        spec = build_launch_spec(engine, self.arm, host_port=host_port or _host_port(engine))
-        spec = spec.model_copy(update={"env": resolve_env(spec.env)})
-        self.spec = spec
-        launcher = launcher_for(engine.effective_launcher, allow_unpinned=self.ctx.allow_unpinned
-                                or self.ctx.scenario.checks.allow_unpinned)
-        run = self.ctx.run
-        lctx = LaunchContext(run_id=self.ctx.run_id, log_path=run.log(self.arm.name),
-                             work_dir=run.root / "launch" / self.arm.name, secrets=self.ctx.secrets)
-        self.ctx.record_arm(self.arm.name, "starting", command=masked_command_line(spec.argv()))
-        self.ctx.say(f"[{self.arm.name}] starting {spec.engine} ({engine.effective_launcher}): "
-                     f"{masked_command_line(spec.argv())}")
-        # Recorded before the start, so a launch that fails (the engine refuses its config) keeps its command.
-        entry = launch_entry(spec, {})
-        self.ctx.manifest["launches"].append(entry)
-        self.ctx.save_manifest()
-        self._write_compose(spec)
-        server = launcher.start(spec, lctx)
-        self.server = server
-        identity = server.identity()
-        entry.update(launch_entry(spec, identity))
-        self.ctx.save_manifest()
-        waited = wait_ready(server, spec.readiness_timeout_s, cancel=self.ctx.cancel)
-        self.ctx.record_arm(self.arm.name, "ready", seconds=round(waited, 3), identity=identity)
-        self.ctx.say(f"[{self.arm.name}] ready after {waited:.1f} s at {server.base_url}")
-        return server
+            return attach(self)
+        from harness.rollout.arm_launch import launch_fresh
 
-    def _write_compose(self, spec: LaunchSpec) -> None:
-        """A compose file reproducing a container launch; for a local process, a shell script with its command."""
-        path = self.ctx.run.compose(self.arm.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if spec.image:
-            from harness.launch.compose import write_compose
-
-            write_compose(spec, f"harness-{self.arm.name}", path.parent, filename=path.name)
-            return
-        from harness.launch.compose import render_script
-
-        path.with_suffix(".sh").write_text(render_script(spec), encoding="utf-8")
+        return launch_fresh(self, keep_disk_tier=keep_disk_tier, port=host_port)
 
     def run(self) -> ArmResult:
         """The whole arm; never raises for server problems (they become a failed result)."""
@@ -163,7 +99,16 @@ class ArmRunner:
                     raise ArmInterrupted from None
                 return self._fail(exc.phase, exc.message, exc.log_tail, steps_done)
             assert self.spec is not None
-            scraper = Scraper(server.base_url, self.spec.metrics, self.ctx.run.metrics_dir(self.arm.name),
+            if self.arm.server is not None:  # the one-dimension guard on a live server, before any step
+                from harness.rollout.live_guard import verify
+
+                refused = verify(self, server)
+                if refused is not None:
+                    return self._fail("live-config", refused, [], steps_done)
+            from harness.launch.external import scrape_target
+
+            scraper = Scraper(*scrape_target(server.base_url, self.spec, self.arm.server),
+                              self.ctx.run.metrics_dir(self.arm.name),
                               self.ctx.scenario.steps.scrape_interval_s, cancel=self.ctx.cancel)
             scraper.start()
             host = HostSampler(self.ctx.run.metrics_dir(self.arm.name), self.ctx.scenario.steps.scrape_interval_s,
@@ -183,6 +128,9 @@ class ArmRunner:
                 if problem is not None:
                     return self._fail("step", problem.message, self._tail(), steps_done, problem.cause)
                 steps_done = index + 1
+            problem = self._capacity_search(server, scraper, tokenizer)
+            if problem is not None:
+                return self._fail("step", problem.message, self._tail(), steps_done, problem.cause)
             self._after_steps(server, scraper, tokenizer)
             self.ctx.record_arm(self.arm.name, "completed", steps=steps_done)
             return ArmResult(self.arm.name, "completed", steps_done)
@@ -200,7 +148,8 @@ class ArmRunner:
             finally:  # the server is stopped even when the scraper cannot close its file (disk full)
                 if self.server is not None:
                     self.server.stop()
-                    self.ctx.say(f"[{self.arm.name}] server stopped")
+                    self.ctx.say(f"[{self.arm.name}] " + ("external server left running (not the harness's to stop)"
+                                                          if self.arm.server is not None else "server stopped"))
 
     def _journal_harness_error(self, exc: Exception, steps_done: int) -> None:
         """Best effort (the disk may be full): the arm failed because of the harness, not the server."""
@@ -215,7 +164,7 @@ class ArmRunner:
         """A second Ctrl-C: end the server now (a local process is killed at once; its graceful stop may have been
         cut short), waiting at most about ``FORCED_STOP_S``. True when it is gone."""
         server = self.server
-        if server is None:
+        if server is None or self.arm.server is not None:  # nothing started: an external server is left running
             return True
         kill = getattr(server, "kill", None)
         if callable(kill) and server.alive():
@@ -236,6 +185,15 @@ class ArmRunner:
                             part_prefix(index, level.label), level, attempt=self._attempt(index, level.label))
         looks = looker.looks_s()
         return {"looks_s": looks, "on_look": looker} if looks else {}
+
+    def _capacity_search(self, server: RunningServer, scraper: Any, tokenizer: Any) -> StepProblem | None:
+        """``steps.search``: probes on this server after the fixed steps, before drills (cache loss and restarts
+        would change the state the probes measure); see :mod:`harness.rollout.capacity_run`."""
+        if self.ctx.scenario.steps.search is None:
+            return None
+        from harness.rollout.capacity_run import run_search
+
+        return run_search(self, server, scraper, tokenizer)
 
     def _after_steps(self, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
         """Hook for drills (see :mod:`harness.rollout.drills`)."""
@@ -277,16 +235,19 @@ class ArmRunner:
                        arm=self.arm.name, records_dir=self.ctx.run.records_dir(self.arm.name),
                        request_timeout_s=steps.request_timeout_s, stream_idle_timeout_s=steps.stream_idle_timeout_s,
                        drain_timeout_s=steps.drain_timeout_s, max_model_len=self.engine.max_model_len,
-                       tokenizer=tokenizer, trace_base_dir=self.ctx.scenario_dir, **extra)
+                       tokenizer=tokenizer, trace_base_dir=self.ctx.scenario_dir, **self.load.step_fields(),
+                       **extra)
 
     def _step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
-              level: StepLevel, **extra: Any) -> StepProblem | None:
-        """Run one step; returns why it could not go on, or None. Raises ArmInterrupted on cancel."""
+              level: StepLevel, journal_extra: dict[str, Any] | None = None, **extra: Any) -> StepProblem | None:
+        """Run one step; returns why it could not go on, or None. Raises ArmInterrupted on cancel.
+        ``journal_extra`` goes into the step's journal entry (a capacity probe's ``search`` object)."""
         from harness.load import run_step
 
         if self.ctx.cancel.is_set():
             raise ArmInterrupted
-        what = "warm-up" if index == WARMUP_STEP else f"step {index} ({label})"
+        what = "warm-up" if index == WARMUP_STEP else (f"capacity probe {label}" if journal_extra
+                                                       else f"step {index} ({label})")
         self.ctx.say(f"[{self.arm.name}] {what}: " + (f"{level.concurrency} users" if level.concurrency
                                                       else f"{level.rate_rps} req/s") +
                      (f" for {level.duration_s:g} s" if level.duration_s else f", {level.requests} requests"))
@@ -301,15 +262,22 @@ class ArmRunner:
                  "rate_rps": level.rate_rps, "start_ns": outcome.start_ns, "end_ns": outcome.end_ns,
                  "start_wall_ns": outcome.start_wall_ns, "end_wall_ns": outcome.end_wall_ns,
                  "warmup": index == WARMUP_STEP, "requests": outcome.requests, "errors": outcome.errors,
-                 "client": outcome.client.model_dump(), "partial": bool(dead or outcome.error),
+                 "client": self.load.after_step(outcome.client, what).model_dump(),
+                 "partial": bool(dead or outcome.error),
                  "error": outcome.error, "recorded_at": time.time(), "planned_duration_s": level.duration_s,
                  "ended_early": outcome.ended_early, "stop_reason": outcome.stop_reason, "attempt": req.attempt}
         entry.update({k: v for k, v in extra.items() if k in ("drill", "drill_phase")})
+        entry.update(journal_extra or {})
         self.ctx.record_step(entry)
         if outcome.ended_early:
             self.ctx.say(f"[{self.arm.name}] {what} ended early: {outcome.stop_reason}")
+        spread = outcome.client.processes > 1 or outcome.client.remote_processes > 0
         self.ctx.say(f"[{self.arm.name}] {what} done: {outcome.requests} requests, {outcome.errors} errors"
+                     + (f" from {outcome.client.processes} load processes on {outcome.client.machines} machine(s)"
+                        if spread else "")
                      + (f" — client saturated: {outcome.client.note}" if outcome.client.saturated else ""))
+        if self.load.change:
+            self.ctx.say(f"[{self.arm.name}] {self.load.change}")
         if dead:
             how = server.exit_description() or "stopped answering"
             return StepProblem(f"server {how} during {what}", "server")

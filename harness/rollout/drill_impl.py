@@ -99,6 +99,13 @@ def execute(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer: A
     if runner.server is None or not runner.server.alive():
         d.event(event="error", message="the server is not running (an earlier drill or step ended it)")
         return
+    from harness.rollout.external_arm import skip_reason
+
+    why = skip_reason(runner, drill.kind)  # an external arm without the user's command for this disruption
+    if why is not None:
+        d.event(event="skipped", message=why)
+        d.say(f"skipped: {why}")
+        return
     try:
         problem = _KINDS[drill.kind](d)
     except (OSError, disk_tier.DiskTierError) as exc:
@@ -241,6 +248,15 @@ def _continuous(d: _Drill, on: Callable[[], None], off: Callable[[], None] | Non
 
 
 def _cache_loss(d: _Drill) -> str | None:
+    from harness.rollout.external_arm import clear_cache, is_external
+
+    if is_external(d.server):  # the user's clear_cache_command empties the tiers of a server the harness does not own
+        def clear() -> None:
+            result = clear_cache(d.runner)
+            d.event(event="action", action="cache_loss", command=True, ok=result.ok, message=result.message,
+                    took_s=round(result.seconds, 3))
+
+        return _continuous(d, clear, None)
     tiers = d.tiers
     if not tiers:
         d.event(event="skipped", message="the arm has no disk tier")
@@ -265,6 +281,10 @@ def _restart(d: _Drill) -> str | None:
             return problem
     spec = runner.spec
     assert spec is not None
+    from harness.rollout.external_arm import is_external
+
+    if is_external(d.server):
+        return _restart_external(d)
     kept = sum(_count_entries(t) for t in d.tiers)
     stop_ns = time.perf_counter_ns()
     d.server.stop()
@@ -286,6 +306,36 @@ def _restart(d: _Drill) -> str | None:
     names = [n for n, s in (("during", dr.during_s), ("after", dr.after_s)) if s > 0]
     actions: tuple[Action, ...] = ((dr.during_s, "after", lambda: None),) if len(names) == 2 else ()
     return _load(d, names, total, actions=actions, watch=True)
+
+
+def _restart_external(d: _Drill) -> str | None:
+    """The restart drill on an external arm: the user's restart_command, then readiness, then the load after it."""
+    from harness.rollout.arm_runner import ArmInterrupted
+    from harness.rollout.external_arm import restart
+
+    dr = d.drill
+    stop_ns = time.perf_counter_ns()
+    try:
+        result = restart(d.runner)
+    except LaunchError as exc:
+        if d.runner.ctx.cancel.is_set():
+            raise ArmInterrupted from None
+        d.event(event="action", action="restart", ok=False, message=exc.message, log_tail=exc.log_tail[-20:])
+        return f"not ready after restart_command: {exc.message}"
+    if not result.ok:
+        if d.runner.ctx.cancel.is_set():
+            raise ArmInterrupted
+        d.event(event="action", action="restart", ok=False, message=result.message)
+        return f"restart failed: {result.message}"
+    ready_ns = time.perf_counter_ns()
+    d.scraper.scrape_now(f"drill-{d.number}-ready")
+    d.event(event="action", action="restart", ok=True, stop_ns=stop_ns, ready_ns=ready_ns, command=True,
+            restart_s=round((ready_ns - stop_ns) / 1e9, 3))
+    names = [n for n, s in (("during", dr.during_s), ("after", dr.after_s)) if s > 0]
+    if not names:
+        return None
+    actions: tuple[Action, ...] = ((dr.during_s, "after", lambda: None),) if len(names) == 2 else ()
+    return _load(d, names, dr.during_s + dr.after_s, actions=actions, watch=True)
 
 
 def _promotion_burst(d: _Drill) -> str | None:

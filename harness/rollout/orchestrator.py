@@ -268,7 +268,11 @@ def _forced_stop(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], wh
         gone = False
     with contextlib.suppress(OSError):
         ctx.record_arm(runner.arm.name, "interrupted", forced=True)
-    servers = "servers stopped" if gone else f"the server of {runner.arm.name} may still run: `harness cleanup`"
+    if runner.arm.server is not None:  # an external deployment: the harness never stops it
+        servers = f"the external server of {runner.arm.name} was left running"
+    else:
+        servers = ("servers stopped" if gone
+                   else f"the server of {runner.arm.name} may still run: `harness cleanup --all-stale`")
     message = (f"second interrupt: forced stop during {what}; {servers}; resume with "
                f"`harness run --resume {ctx.run.root}`")
     ctx.say(message)

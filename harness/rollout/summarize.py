@@ -16,10 +16,12 @@ from harness.attempts import counted_entries
 from harness.config import load_scenario
 from harness.config.scenario import Scenario
 from harness.report.rundir_read import check_requests, read_arm_events, read_checks, read_manifest, read_step_entries
+from harness.rollout.capacity_summary import capacity_section
 from harness.rollout.causal import fit_rule
 from harness.rollout.decide import decide_arm, mark_shared, verdict
 from harness.rollout.drill_summary import drill_results
 from harness.rollout.fit import fit_screen, reuse_share
+from harness.rollout.live_guard import live_config_checks
 from harness.rollout.noise import noise_floor, statistics_note
 from harness.rollout.resume_state import failure_cause
 from harness.rollout.rule_eval import ArmData, evaluate_arm_rules
@@ -150,7 +152,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
     run = RunDir(run_dir)
     scenario = load_scenario(run.scenario)
     manifest = read_manifest(run)  # validated readers (harness.report.rundir_read): bad files name file and field
-    checks = read_checks(run)
+    checks = read_checks(run) + live_config_checks(run.root)  # external arms' live configurations (if any)
     events = read_arm_events(run)
     step_entries = counted_entries(e for e in read_step_entries(run) if not e.get("drill"))
     check_requests(run)
@@ -193,8 +195,9 @@ def rebuild_summary(run_dir: Path) -> Summary:
         arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
                                  fit_results, shared))
     outcome = verdict(arms)
-    all_df = derive_latencies(raw_df) if scenario.drills else df
+    all_df = derive_latencies(raw_df) if scenario.drills or scenario.steps.search else df
     drills = drill_results(run.root, scenario, all_df)
+    capacity = capacity_section(scenario, all_df, step_entries)  # steps.search: informs, not in the verdict
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
                         "did not carry over into the resumed steps")
@@ -206,7 +209,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
         verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,
         slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks, drills=drills,
-        noise_floor=floor, load_time=_load_time([a.steps for a in arms] + extra_steps),
+        noise_floor=floor, capacity=capacity, load_time=_load_time([a.steps for a in arms] + extra_steps),
         statistics=statistics_note(scenario, looks),
         warnings=warnings, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),
         versions=manifest.get("versions", {}), files=_files(run),

@@ -79,14 +79,14 @@ def test_cleanup_after_an_interrupted_run(docker_client: DockerClient, sim_image
 
         dry = run_harness(["cleanup", "--run-id", run_id, "--dry-run"], timeout_s=120)
         assert dry.returncode == 0, dry.stdout + dry.stderr
-        assert left[0] in dry.stdout and "Would remove 1" in dry.stdout
+        assert left[0] in dry.stdout and "Would remove" in dry.stdout
         assert labelled(docker_client, run_id) == left
 
         done = run_harness(["cleanup", "--run-id", run_id], timeout_s=120)
         assert done.returncode == 0, done.stdout + done.stderr
-        assert "Removed 1" in done.stdout and left[0] in done.stdout
+        assert "Removed" in done.stdout and left[0] in done.stdout
         assert labelled(docker_client, run_id) == []
         again = run_harness(["cleanup", "--run-id", run_id], timeout_s=120)
-        assert again.returncode == 0 and "No harness containers" in again.stdout
+        assert again.returncode == 0 and "Nothing to remove" in again.stdout, again.stdout
     finally:  # never leave the container to later tests, whatever failed above
         remove_labelled_containers(docker_client, run_id)

@@ -3,10 +3,14 @@ lines (imported by the tests as ``rel_support``)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import shutil
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +149,21 @@ def assert_no_new_children(before: set[int], wait_s: float = 10.0) -> None:
         except psutil.Error:
             continue
     assert not names, f"processes left running: {names}"
+
+
+@contextlib.contextmanager
+def small_tmpfs(where: Path, size: str) -> Iterator[bool]:
+    """Mount a tmpfs of ``size`` at ``where`` (root only); yields False (and mounts nothing) where that is not
+    allowed or ``HARNESS_TEST_NO_TMPFS`` is set."""
+    where.mkdir(parents=True, exist_ok=True)
+    mount = shutil.which("mount")
+    if os.geteuid() != 0 or mount is None or os.environ.get("HARNESS_TEST_NO_TMPFS"):
+        yield False
+        return
+    ok = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
+                        timeout=10, check=False).returncode == 0
+    try:
+        yield ok
+    finally:
+        if ok:
+            subprocess.run(["umount", str(where)], capture_output=True, timeout=10, check=False)

@@ -22,37 +22,20 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from rel_support import make_scenario
+from rel_support import make_scenario, small_tmpfs
 from typer.testing import CliRunner
 
 from harness.cli import app
 
 CASE_LIMIT_S = 10.0  # no command here has a configured timeout; each case must end well within this
 DEEP = 100_000
-
-
-@contextlib.contextmanager
-def _small_tmpfs(where: Path, size: str) -> Iterator[bool]:
-    """A tmpfs of ``size`` at ``where`` (root only); yields False where none can be mounted."""
-    where.mkdir(parents=True, exist_ok=True)
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None or os.environ.get("HARNESS_TEST_NO_TMPFS"):
-        yield False
-        return
-    ok = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
-                        timeout=10, check=False).returncode == 0
-    try:
-        yield ok
-    finally:
-        if ok:
-            subprocess.run(["umount", str(where)], capture_output=True, timeout=10, check=False)
 
 
 def _harness(*args: str, timeout: float = 120.0, env: dict[str, str] | None = None
@@ -301,7 +284,7 @@ def test_compare_with_unreadable_requests_falls_back_to_the_summaries(sim_run: d
 def test_report_on_a_full_disk_is_exit_4_naming_the_file(sim_run: dict[str, Any], tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     mnt = tmp_path / "full"
-    with _small_tmpfs(mnt, "4m") as mounted:
+    with small_tmpfs(mnt, "4m") as mounted:
         run = _copy_run(sim_run, mnt / "run")
         before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
         if mounted:  # fill what is left, so the first report file cannot be written

@@ -93,7 +93,7 @@ def planted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
         spec = real(engine, arm, **kwargs)
         return spec.model_copy(update={"entrypoint": [sys.executable, str(wrapper), *spec.entrypoint]})
 
-    monkeypatch.setattr("harness.rollout.arm_runner.build_launch_spec", talkative)
+    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", talkative)
     return values
 
 

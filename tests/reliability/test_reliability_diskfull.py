@@ -11,35 +11,18 @@ import errno
 import gzip
 import json
 import os
-import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from rel_support import small_tmpfs
 from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.rollout import journal
 from harness.rollout.orchestrator import RunOptions, run_rollout
-
-
-@contextlib.contextmanager
-def _small_tmpfs(where: Path, size: str) -> Iterator[bool]:
-    """Mount a tmpfs of ``size`` at ``where``; yields False (and mounts nothing) where that is not allowed."""
-    where.mkdir(parents=True, exist_ok=True)
-    mount = shutil.which("mount")
-    if os.geteuid() != 0 or mount is None or os.environ.get("HARNESS_TEST_NO_TMPFS"):
-        yield False
-        return
-    ok = subprocess.run([mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True,
-                        timeout=10, check=False).returncode == 0
-    try:
-        yield ok
-    finally:
-        if ok:
-            subprocess.run(["umount", str(where)], capture_output=True, timeout=10, check=False)
 
 
 def _check_readable(run_dir: Path) -> None:
@@ -69,7 +52,7 @@ def test_disk_full_gives_a_clear_error_and_keeps_what_was_written(
         scenario: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = scenario("diskfull", arms=("baseline", "cpu-16g"), steps={"levels": [{"concurrency": 4, "duration_s": 1}]})
     out = tmp_path / "full"
-    with _small_tmpfs(out, "64k") as mounted:
+    with small_tmpfs(out, "64k") as mounted:
         if mounted:
             cli = CliRunner().invoke(app, ["run", str(path), "--out", str(out)])
             output, code = cli.output, cli.exit_code

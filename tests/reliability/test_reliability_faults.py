@@ -102,7 +102,7 @@ def test_connection_refused_at_start(scenario: Callable[..., Path], tmp_path: Pa
         spec = real(*args, **kwargs)
         return spec.model_copy(update={"entrypoint": ["sleep", "60"], "args": [], "readiness_timeout_s": 1.5})
 
-    monkeypatch.setattr("harness.rollout.arm_runner.build_launch_spec", never_listens)
+    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", never_listens)
     path = scenario("refused", arms=("baseline",))
     result = run_rollout(path, RunOptions(out_dir=tmp_path / "results", write_reports=False), say=lambda _m: None)
     assert result.exit_code == 4 and result.summary is not None

@@ -57,7 +57,7 @@ def test_planted_token_is_in_no_file_of_the_run(scenario: Callable[..., Path], t
         script = 'echo "fatal: token $HF_TOKEN rejected" >&2; exit 3'  # prints it and dies: a failure log tail
         return spec.model_copy(update={"entrypoint": ["/bin/sh", "-c", script], "args": []})
 
-    monkeypatch.setattr("harness.rollout.arm_runner.build_launch_spec", talkative)
+    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", talkative)
     path = scenario("secret", arms=("baseline", "cpu-16g"), engine={"env": {"HF_TOKEN": "${HARNESS_REL_PLANTED}"}})
     progress = Progress()
     result = run_rollout(path, RunOptions(out_dir=tmp_path / "results"), say=progress)
