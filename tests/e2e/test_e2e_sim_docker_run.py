@@ -20,13 +20,19 @@ from harness.launch.cleanup import remove_labelled_containers
 
 pytestmark = pytest.mark.e2e
 SCENARIO = REPO / "scenarios" / "sim-docker.yaml"
+TIER_ROOT = "arms[2].offload.secondary_tiers[0].root_dir"  # each test's own disk tier: never a directory another
+# run (or an older harness) left under /tmp, which the harness would rightly refuse as not its own
+
+
+def _own_tier(tmp_path: Path) -> list[str]:
+    return ["--set", f"{TIER_ROOT}={tmp_path / 'kv-tier'}"]
 
 
 @pytest.mark.timeout(900)
 def test_harness_run_through_the_docker_launcher(docker_client: DockerClient, sim_image: str,
                                                  tmp_path: Path) -> None:
     out = tmp_path / "results"
-    proc = run_harness(["run", str(SCENARIO), "--out", str(out)], timeout_s=600)
+    proc = run_harness(["run", str(SCENARIO), "--out", str(out), *_own_tier(tmp_path)], timeout_s=600)
     assert proc.returncode in (0, 1, 3, 5), f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -58,7 +64,8 @@ def test_harness_run_through_the_docker_launcher(docker_client: DockerClient, si
 
 def test_cleanup_after_an_interrupted_run(docker_client: DockerClient, sim_image: str, tmp_path: Path) -> None:
     before = set(labelled(docker_client))
-    proc = subprocess.Popen([*HARNESS, "run", str(SCENARIO), "--out", str(tmp_path / "results")], cwd=REPO,
+    proc = subprocess.Popen([*HARNESS, "run", str(SCENARIO), "--out", str(tmp_path / "results"), *_own_tier(tmp_path)],
+                            cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     run_id = None
     try:
