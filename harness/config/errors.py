@@ -127,12 +127,13 @@ def _shown(value: Any) -> str:
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
-def _may_hold_secret(loc: tuple[Any, ...]) -> bool:
-    """A field whose input is never echoed: environment values, command-line arguments, secret-looking keys."""
+def may_hold_secret(loc: Iterable[Any]) -> bool:
+    """A field (path parts) whose value is never echoed in an error: environment values, command-line arguments,
+    secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
     from harness.redact import is_secret_name
 
     names = [str(part) for part in loc]
-    return any(n == "env" or n.endswith("args") or is_secret_name(n) for n in names)
+    return any(n.lower() == "env" or n.lower().endswith("args") or is_secret_name(n) for n in names)
 
 
 def _size_hint(limit: Any) -> str:
@@ -159,7 +160,7 @@ def explain(err: Mapping[str, Any], root: Any = None) -> tuple[str, str]:
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
     ctx = err.get("ctx") or {}
     where = locate(loc, root)
-    shown = _shown if not _may_hold_secret(loc) else (lambda _value: "a value not shown: it may hold a secret")
+    shown = _shown if not may_hold_secret(loc) else (lambda _value: "a value not shown: it may hold a secret")
     if kind == "extra_forbidden":
         parent = locate(loc[:-1], root).node
         key = str(loc[-1]) if loc else "?"

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.config.errors import explain
+from harness.config.errors import explain, may_hold_secret
 from harness.config.errors import format_loc as _format_loc
 from harness.config.scenario import Scenario
 from harness.input_files import InputFileError, read_text
@@ -45,12 +45,8 @@ def _parse_yaml(text: str, source: str) -> Any:
 
 
 def _may_show(key: str) -> bool:
-    """An override's value may be echoed in an error: not for environment values, command-line arguments or
-    secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
-    from harness.redact import is_secret_name
-
-    lowered = key.lower()
-    return not (is_secret_name(key) or ".env" in lowered or "args" in lowered)
+    """An override's value may be echoed in an error (see :func:`harness.config.errors.may_hold_secret`)."""
+    return not may_hold_secret(key.replace("]", "").replace("[", ".").split("."))
 
 
 def _apply_override(data: dict[str, Any], assignment: str) -> None:

@@ -11,7 +11,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -28,18 +27,12 @@ from rel_support import make_scenario
 from harness.config import load_scenario
 from harness.load.plan import build_plan
 from harness.rollout.orchestrator import RunOptions, run_rollout
+from harness.rollout.ports import free_port
 from harness.sim.groundtruth import read_ground_truth
 
 LEVELS = [{"concurrency": 4, "requests": 24}, {"concurrency": 6, "requests": 30}]
 HARNESS = str(Path(sys.executable).with_name("harness"))
 TTFT_SLACK_MS = 1.0  # scheduling jitter of a 2-core host shared with other jobs
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _scenario(tmp: Path, name: str, load: dict[str, Any], levels: list[dict[str, Any]]) -> Path:
@@ -123,7 +116,7 @@ def _three_runs(tmp_path: Path, levels: list[dict[str, Any]]) -> None:
     out = tmp_path / "results"
     one = _scenario(tmp_path, "one", {}, levels)
     two = _scenario(tmp_path, "two", {"processes": 2}, levels)
-    port = _free_port()
+    port = free_port()
     remote = _scenario(tmp_path, "remote", {"remote_workers": 2, "master_port": port, "worker_wait_s": 30}, levels)
     run_one, _ = _run(one, out)
     run_two, lines_two = _run(two, out)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,16 +26,11 @@ from rel_support import make_scenario
 from harness.config import load_scenario
 from harness.config.arms import Arm
 from harness.engines import build_launch_spec
+from harness.rollout.ports import free_port
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 SECRET = "s3cr3t-token-value-42"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _wait_ready(url: str, timeout_s: float = 30.0) -> None:
@@ -59,7 +53,7 @@ class Deployments:
         self.urls: dict[str, str] = {}
 
     def start(self, name: str, argv: list[str]) -> str:
-        port = _free_port()
+        port = free_port()
         argv = [a if a != "PORT" else str(port) for a in argv]
         env = {k: v for k, v in os.environ.items() if k != "HARNESS_PARENT"}
         self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
