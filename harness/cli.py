@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from harness import boundary
-from harness.boundary import DEBUG_ENV
 from harness.config import ScenarioError, load_scenario
-from harness.summary import Summary
-from harness.term import safe_text
+from harness.core import boundary
+from harness.core.boundary import DEBUG_ENV
+from harness.core.term import safe_text
+from harness.schema.summary import Summary
 
 EXIT_BAD_INPUT = 2
 
@@ -80,11 +80,11 @@ def plan(scenario: ScenarioArg,
         scen = load_scenario(scenario, set_ or [])
     except ScenarioError as exc:
         raise fail_bad_input(str(exc)) from None
-    from harness.plan import build_plan
-    from harness.plan_view import print_plan
-    from harness.power.inputs import power_input
-    from harness.power.rates import PowerInputError
-    from harness.validate import ValidateOptions
+    from harness.plan.build import build_plan
+    from harness.plan.power.rates import PowerInputError
+    from harness.plan.validate import ValidateOptions
+    from harness.plan.view import print_plan
+    from harness.run.power_input import power_input
 
     try:
         power = power_input(scen, from_run=from_run, calibrate=calibrate, calibrate_s=calibrate_s, sigma=sigma,
@@ -116,13 +116,13 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
 
     Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
-    from harness.rollout.live import LiveOutput
-    from harness.rollout.orchestrator import RunOptions, run_rollout
+    from harness.run.live import LiveOutput
+    from harness.run.orchestrator import RunOptions, run_rollout
 
     if (scenario is None) == (resume is None):
         raise fail_bad_input("give a SCENARIO file, or --resume RUN_DIR (not both)")
     live = LiveOutput(console, quiet=json_out)
-    from harness.validate import ValidateOptions
+    from harness.plan.validate import ValidateOptions
 
     checking = None if no_validate else ValidateOptions.from_env(
         validate_python, str(validate_model) if validate_model else None, pull=True)
@@ -141,7 +141,7 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
 @app.command("gpu-check")
 def gpu_check() -> None:
     """Fail fast (exit 4) with a clear message when this host has no GPU runtime for containers."""
-    from harness.checks.host import OsHostFacts
+    from harness.host.facts import OsHostFacts
 
     ok, why = OsHostFacts().gpu_runtime()
     if not ok:
@@ -161,7 +161,7 @@ def sim(ctx: typer.Context) -> None:
 
 
 def _rebuild_summary(run_dir: Path) -> Summary:
-    from harness.rollout.summarize import rebuild_summary  # pandas is imported only when a report is rebuilt
+    from harness.decision.summarize import rebuild_summary  # pandas is imported only when a report is rebuilt
 
     return rebuild_summary(run_dir)
 
@@ -184,7 +184,7 @@ def _register_area_commands() -> None:
     from harness.load.worker_cli import load_worker_command
 
     app.command("load-worker")(load_worker_command)
-    from harness.launch.cleanup import cleanup_command
+    from harness.run.cleanup import cleanup_command
 
     app.command("cleanup")(cleanup_command)
 

@@ -19,14 +19,14 @@ from typing import Any
 import pandas as pd
 
 from harness.analysis.gapstats import gap_stats
-from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import Gaps, chunk_gaps, derive_latencies, ensure_derived
 from harness.analysis.load import StepSpan, load_requests, read_steps
 from harness.analysis.prepare import prepare, window_layout
 from harness.analysis.steptable import step_table, summaries
 from harness.analysis.windows import points, windows
 from harness.config.rules import SloSpec
-from harness.summary import StepSummary, WindowPoint
+from harness.schema.summary import StepSummary, WindowPoint
+from harness.stats.intervals import DEFAULT_CONFIDENCE
 
 __all__ = ["ArmTables", "Gaps", "StepSpan", "analyze_arms", "chunk_gaps", "derive_latencies", "load_requests",
            "read_steps", "step_table", "windows"]

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from harness.analysis import analyze_arms, derive_latencies, load_requests
 from harness.analysis.load import table_to_frame
 from harness.config.rules import SloSpec
-from harness.records import SCHEMA
+from harness.rundir.records import SCHEMA
 
 ARMS = ("gpu-only", "cpu", "tiered")
 STEPS = 4

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.analysis.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, ci_from_ranks, quantile_ranks
 from harness.analysis.latency import list_column
 from harness.analysis.prepare import Prepared, WindowLayout
-from harness.summary import Percentiles, QuantileCI
+from harness.schema.summary import Percentiles, QuantileCI
+from harness.stats.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, ci_from_ranks, quantile_ranks
 
 BLOCK = 1 << 15
 U64 = npt.NDArray[np.uint64]

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict
 
-from harness.records import SCHEMA
-from harness.rundir import RunDir
+from harness.rundir.layout import RunDir
+from harness.rundir.records import SCHEMA
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ time span and window layout of every group.
 
 Rows of warm-up (step -1) and drills (step < -1) get group -1 and are left out of every statistic, and so are rows
 ``requests.parquet`` marks ``superseded`` (an attempt of the step that a later attempt replaced, see
-:mod:`harness.attempts`). No DataFrame is copied per arm: rows are addressed through their group code.
+:mod:`harness.rundir.attempts`). No DataFrame is copied per arm: rows are addressed through their group code.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 from harness.analysis.latency import ensure_derived, float_column, ns_column
 from harness.analysis.load import StepSpan
-from harness.attempts import SUPERSEDED
+from harness.rundir.attempts import SUPERSEDED
 
 I64 = npt.NDArray[np.int64]
 StepsArg = Sequence[StepSpan | Mapping[str, Any]] | None

@@ -20,12 +20,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.gapstats import GapStats, gap_stats
-from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import float_column
 from harness.analysis.prepare import Prepared, StepsArg, prepare, window_layout
-from harness.analysis.stats import grouped_stats
 from harness.config.rules import SloSpec
-from harness.summary import ClientHealth, HitClassLatency, HitTokens, StepSummary
+from harness.schema.summary import ClientHealth, HitClassLatency, HitTokens, StepSummary
+from harness.stats.grouped import grouped_stats
+from harness.stats.intervals import DEFAULT_CONFIDENCE
 
 HIT_CLASSES = ("mostly-cached", "partial", "recomputed")
 MOSTLY_CACHED = 0.9

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.gapstats import GapStats, gap_stats
-from harness.analysis.intervals import DEFAULT_CONFIDENCE
 from harness.analysis.latency import float_column, ns_column
 from harness.analysis.prepare import Prepared, StepsArg, WindowLayout, prepare, window_codes, window_layout
-from harness.analysis.stats import grouped_stats
-from harness.summary import WindowPoint
+from harness.schema.summary import WindowPoint
+from harness.stats.grouped import grouped_stats
+from harness.stats.intervals import DEFAULT_CONFIDENCE
 
 
 def points(prep: Prepared, layout: WindowLayout, gaps: GapStats, confidence: float = DEFAULT_CONFIDENCE

@@ -8,7 +8,7 @@ from harness.config.base import StrictModel
 
 
 class ChecksSpec(StrictModel):
-    """Settings for :mod:`harness.checks`."""
+    """Settings for :mod:`harness.plan.checks`."""
 
     host_reserve_gib: float = Field(default=8.0, ge=0, le=100_000, description="host memory kept for the OS, "
                                     "runtime, page cache of the disk tier and colocated services")

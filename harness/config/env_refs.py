@@ -7,7 +7,7 @@ does. Any other value is literal, except that a value holding ``${`` without bei
 
 Unset variables are not an error of the scenario file (``harness report`` reads a run's scenario.yaml where
 the token is not set): :func:`unset_references` is checked by ``harness plan`` and by ``harness run`` before any
-server starts (:mod:`harness.checks.inputs`), and :func:`resolve_env` refuses them again at launch, so an unset
+server starts (:mod:`harness.plan.checks.inputs`), and :func:`resolve_env` refuses them again at launch, so an unset
 variable never silently becomes ``""``.
 """
 

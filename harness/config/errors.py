@@ -130,7 +130,7 @@ def _shown(value: Any) -> str:
 def may_hold_secret(loc: Iterable[Any]) -> bool:
     """A field (path parts) whose value is never echoed in an error: environment values, command-line arguments,
     secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
-    from harness.redact import is_secret_name
+    from harness.secrets.redact import is_secret_name
 
     names = [str(part) for part in loc]
     return any(n.lower() == "env" or n.lower().endswith("args") or is_secret_name(n) for n in names)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
-from harness.secret_flags import secret_flag_values
+from harness.secrets.flags import secret_flag_values
 
 if TYPE_CHECKING:
     from harness.config.scenario import Scenario

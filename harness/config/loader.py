@@ -12,9 +12,9 @@ from pydantic import ValidationError
 from harness.config.errors import explain, may_hold_secret
 from harness.config.errors import format_loc as _format_loc
 from harness.config.scenario import Scenario
-from harness.input_files import InputFileError, read_text
-from harness.safe_yaml import YamlInputError, load_yaml
-from harness.term import safe_text
+from harness.core.input_files import InputFileError, read_text
+from harness.core.safe_yaml import YamlInputError, load_yaml
+from harness.core.term import safe_text
 
 MAX_SCENARIO_BYTES = 4 * 1024 * 1024
 MAX_PROBLEMS_SHOWN = 20

@@ -4,7 +4,7 @@ After an arm's fixed steps (``steps.levels``) and before its drills, probes of `
 ``low`` (times ``growth`` each) until one does not meet the budget or ``high`` is reached, then bisect the bracket
 down to ``resolution`` (absolute, in users or requests/s, e.g. ``4``; or a ratio of the bracket's lower end, e.g.
 ``"25%"``). A probe whose interval straddles the budget is re-run once ``extend_factor`` times as long; still
-unresolved, it counts as not meeting. See :mod:`harness.rollout.capacity` and docs/load.md.
+unresolved, it counts as not meeting. See :mod:`harness.decision.capacity` and docs/load.md.
 """
 
 from __future__ import annotations
@@ -82,3 +82,22 @@ class SearchSpec(StrictModel):
         d, f, m = self.probe_duration_s, self.extend_factor, self.max_probes
         total = (m + 1) // 2 * d + m // 2 * d * f if f > 1.0 else m * d
         return total if self.max_search_s is None else min(total, self.max_search_s + d * f)
+
+
+def fmt_ms(ms: float | None) -> str:
+    """``850 ms`` / ``1.62 s``; ``?`` when unknown."""
+    if ms is None:
+        return "?"
+    return f"{ms / 1000:.3g} s" if ms >= 1000 else (f"{ms:.0f} ms" if ms >= 10 else f"{ms:.3g} ms")
+
+
+def fmt_load(kind: str, load: float | None) -> str:
+    """``48 users`` / ``12.5 req/s``."""
+    if load is None:
+        return "?"
+    return f"{int(load)} users" if kind == "concurrency" else f"{load:g} req/s"
+
+
+def slo_text(spec: SearchSpec) -> str:
+    """``p99 TTFT ≤ 2 s``."""
+    return f"p{spec.percentile} {spec.metric.upper()} ≤ {fmt_ms(spec.budget_ms)}"

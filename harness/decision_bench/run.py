@@ -58,7 +58,7 @@ def _mw_flag(run_dir: Path, arm: str, base: str, alpha: float, steps: int) -> bo
 
 def run_case(case: str, seed: int, out: Path, step_s: float) -> Outcome:
     """One rollout of one case."""
-    from harness.rollout.orchestrator import RunOptions, run_rollout
+    from harness.run.orchestrator import RunOptions, run_rollout
 
     work = out / f"{case}-{seed}"
     work.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 The rendered file is valid for docker-compose v1 (1.27+) and Compose v2: no ``version`` key, services at
 ``services``, GPUs through ``deploy.resources.reservations.devices``. Values are never written, so a file in a run
 directory carries no secret: each environment variable becomes a ``${NAME}`` passthrough (names only), and a secret
-flag's value (``--api-key``, ``--hf-token``; rule in :mod:`harness.secret_flags`) becomes a ``${NAME}`` reference
+flag's value (``--api-key``, ``--hf-token``; rule in :mod:`harness.secrets.flags`) becomes a ``${NAME}`` reference
 to the variable that held it (else the flag's name, ``--hf-token`` -> ``HF_TOKEN``); the header names the variables
 to export. :func:`render_script` does the same for a local process, as a ``/bin/sh`` script.
 """
@@ -18,10 +18,10 @@ from typing import Any
 import yaml
 
 from harness.engines.spec import LaunchSpec
-from harness.launch.base import ARM_LABEL
+from harness.host.docker_host import publish_host
+from harness.host.labels import ARM_LABEL
 from harness.launch.docker import ENGINE_LABEL
-from harness.launch.docker_host import publish_host
-from harness.secret_flags import reference_name, value_slots
+from harness.secrets.flags import reference_name, value_slots
 
 SERVICE = "engine"
 CONFIG_DIR = "config"
@@ -137,7 +137,7 @@ def _healthcheck(spec: LaunchSpec) -> dict[str, Any]:
 
 
 def _gpu_reservation(gpus: str | None) -> dict[str, Any] | None:
-    from harness.launch.docker_host import device_requests
+    from harness.host.docker_host import device_requests
 
     requests = device_requests(gpus)
     if not requests:

@@ -20,15 +20,7 @@ from docker.models.containers import Container
 from docker.types import Ulimit
 
 from harness.engines.spec import LaunchSpec
-from harness.launch.base import (
-    ARM_LABEL,
-    OWNER_LABEL,
-    RUN_LABEL,
-    LaunchContext,
-    LaunchError,
-)
-from harness.launch.cleanup import OWNER_VALUE, owner_labels, remove_labelled_containers
-from harness.launch.docker_host import (  # publish_host: re-exported (compose imports it from here)
+from harness.host.docker_host import (
     GPU_DRIVER_ERROR,
     NO_GPU_RUNTIME,
     DockerUnavailable,
@@ -38,10 +30,13 @@ from harness.launch.docker_host import (  # publish_host: re-exported (compose i
     publish_host,
     resolve_image,
 )
+from harness.host.labels import ARM_LABEL, OWNER_LABEL, RUN_LABEL
+from harness.host.markers import write_marker
+from harness.launch.base import LaunchContext, LaunchError
+from harness.launch.containers import OWNER_VALUE, owner_labels, remove_labelled_containers
 from harness.launch.errors import engine_error
 from harness.launch.logpump import LogPump
-from harness.launch.ownership import write_marker
-from harness.redact import Redactor, secret_values
+from harness.secrets.redact import Redactor, secret_values
 
 ENGINE_LABEL = "io.kvoffload-harness.engine"
 LOG_LINES_KEPT = 2000  # in memory, for log_tail and the start-up error (vLLM's failure log is ~260 lines)

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from harness.config.external import ExternalServer as ServerConfig
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
 from harness.launch.base import LaunchContext
-from harness.redact import Redactor
+from harness.secrets.redact import Redactor
 
 TAIL_LINES = 200
 OUTPUT_TAIL_BYTES = 1 << 20  # at most this much of a command's output is kept (the end of it)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.redact import Redactor
+from harness.secrets.redact import Redactor
 
 TAIL_LINES = 500
 

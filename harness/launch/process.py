@@ -21,11 +21,11 @@ from collections import deque
 from pathlib import Path
 
 from harness.engines.spec import LaunchSpec
-from harness.launch import pidfiles
+from harness.host import pidfiles
+from harness.host.markers import write_marker
+from harness.host.watchdog import child_env
 from harness.launch.base import LaunchContext, LaunchError
-from harness.launch.ownership import write_marker
-from harness.redact import Redactor
-from harness.watchdog import child_env
+from harness.secrets.redact import Redactor
 
 TAIL_LINES = 200
 _LIVE: dict[int, ProcessServer] = {}
@@ -201,7 +201,7 @@ def _make_tier_dir(path: Path, run_id: str) -> None:
 
 
 def _values(env: dict[str, str]) -> list[str]:
-    from harness.redact import is_secret_name
+    from harness.secrets.redact import is_secret_name
 
     return [v for k, v in env.items() if is_secret_name(k)]
 

@@ -1,6 +1,6 @@
 """Wait until a server is ready: ``GET /v1/models`` answers 200 and lists the served model (``/health`` only means
 the process is alive). Bounded in time as a whole: each poll is one whole request (headers and body) under a
-deadline that never runs past ``timeout_s``, and its body is capped (:data:`~harness.net.caps.API_MAX_BYTES`,
+deadline that never runs past ``timeout_s``, and its body is capped (:data:`~harness.core.net.caps.API_MAX_BYTES`,
 decompressed), so a server that drips bytes, sends its headers a byte at a time or answers a gzip bomb is
 "not ready" with the reason. Gives up early when the server dies (with its last log lines) or on ``cancel``
 (Ctrl-C), within about 0.1 s."""
@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 import time
 
+from harness.core.net.bounded import FetchCancelled, FetchError, fetch
+from harness.core.net.caps import API_MAX_BYTES
+from harness.core.term import safe_text
 from harness.launch.base import LaunchError, RunningServer
-from harness.net.bounded import FetchCancelled, FetchError, fetch
-from harness.net.caps import API_MAX_BYTES
-from harness.term import safe_text
 
 POLL_INTERVAL_S = 0.25
 POLL_DEADLINE_S = 5.0

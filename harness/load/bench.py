@@ -20,10 +20,10 @@ from typing import Any
 
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.load.parts import read_parts
 from harness.load.runners import prewarm_runner, shutdown_runners
 from harness.load.step import StepRun, run_step
-from harness.load.tokens import calibrate_tokenizer
+from harness.rundir.parts import read_parts
+from harness.workload.tokens import calibrate_tokenizer
 
 
 @dataclass

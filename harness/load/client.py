@@ -30,9 +30,9 @@ import gevent
 from geventhttpclient import HTTPClient
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
+from harness.core.net.caps import ERROR_BODY_MAX_BYTES
 from harness.load.lines import LineSplitter, LineTooLong, read_line
 from harness.load.sse import SseDecoder, StreamState, excerpt
-from harness.net.caps import ERROR_BODY_MAX_BYTES
 
 MAX_ERROR_BODY = ERROR_BODY_MAX_BYTES
 DRAIN_AFTER_DONE_S = 1.0

@@ -27,11 +27,11 @@ import gevent.event
 import gevent.pool
 
 from harness.load.client import Exchange, Interrupted, StreamClient, Timeouts, make_client
-from harness.load.plan import StepPlan, step_tag
-from harness.load.request import PlannedRequest
 from harness.load.spec import StepSpec
-from harness.load.tokens import server_root
-from harness.records import RequestRecord
+from harness.rundir.records import RequestRecord
+from harness.workload.plan import StepPlan, step_tag
+from harness.workload.requests import PlannedRequest
+from harness.workload.tokens import server_root
 
 DEAD_MIN_ERRORS = 5
 DEAD_MIN_SECONDS = 2.0

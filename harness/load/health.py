@@ -4,7 +4,8 @@ A gevent process is one thread: near 100% of a core it can no longer send on tim
 arrive, and its latencies include its own queueing. A step is flagged ``saturated`` when any load process
 ran above ``saturation_cpu_percent`` of a core or the send lag's p99 exceeded ``saturation_lag_ms``; the note
 says which, with the numbers. Each load process (a local worker or a remote machine's) gets its own figures and
-flag (:class:`~harness.summary.LoadProcessHealth`), and the step records how many processes and machines drove it.
+flag (:class:`~harness.schema.summary.LoadProcessHealth`), and the step records how many processes and machines
+drove it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 from collections.abc import Sequence
 
 from harness.load.spec import WorkerReport
-from harness.summary import ClientHealth, LoadProcessHealth
+from harness.schema.summary import ClientHealth, LoadProcessHealth
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

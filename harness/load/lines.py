@@ -3,7 +3,7 @@
 ``geventhttpclient``'s own ``readline`` rescans its whole buffer from the start after every read, so a line with
 no newline costs quadratic CPU (a 512 MiB line pins a core far past any timeout), and it grows without a cap.
 :func:`read_line` scans each byte once and refuses a line longer than ``max_line`` bytes
-(:data:`~harness.net.caps.SSE_LINE_MAX_BYTES` by default): the request ends as a malformed stream at the cap.
+(:data:`~harness.core.net.caps.SSE_LINE_MAX_BYTES` by default): the request ends as a malformed stream at the cap.
 :class:`LineSplitter` does the same for a backend that hands over chunks (httpx).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from geventhttpclient.response import HTTPConnectionClosed
 
-from harness.net.caps import SSE_LINE_MAX_BYTES
+from harness.core.net.caps import SSE_LINE_MAX_BYTES
 
 
 class LineTooLong(ValueError):

@@ -37,13 +37,13 @@ from pathlib import Path
 
 from gevent.fileobject import FileObjectPosix
 
+from harness.host.watchdog import watch_parent
 from harness.load.locust_users import quiet_logging, run_local, warm_pyarrow
 from harness.load.master import run_master, say_run_over
-from harness.load.plan import LoadConfigError
-from harness.load.replay import TraceLoadError
 from harness.load.spec import RunnerOutcome, StepSpec
 from harness.load.worker import INTERRUPTED, run_worker
-from harness.watchdog import watch_parent
+from harness.workload.plan import LoadConfigError
+from harness.workload.replay import TraceLoadError
 
 log = logging.getLogger("harness.load.runner")
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4

@@ -28,11 +28,11 @@ from locust.shape import LoadTestShape
 
 from harness.load.driver import StepDriver
 from harness.load.health import lag_stats_ms
-from harness.load.parts import PartWriter, part_prefix
-from harness.load.plan import StepPlan, build_plan
 from harness.load.spec import RunnerOutcome, StepSpec
 from harness.load.worker_report import self_report
-from harness.records import SCHEMA
+from harness.rundir.parts import PartWriter, part_prefix
+from harness.rundir.records import SCHEMA
+from harness.workload.plan import StepPlan, build_request_plan
 
 
 class _Context:
@@ -112,7 +112,7 @@ class StepShape(LoadTestShape):
 
 def make_plan(spec: StepSpec) -> StepPlan:
     """The step's plan (raises LoadConfigError / TraceLoadError for bad input)."""
-    return build_plan(spec.workload, spec.level, step_index=spec.step_index, calibration=spec.tokenizer,
+    return build_request_plan(spec.workload, spec.level, step_index=spec.step_index, calibration=spec.tokenizer,
                       max_model_len=spec.max_model_len, drill=spec.drill, drill_phase=spec.drill_phase,
                       classes=spec.classes, duration_override_s=spec.duration_override_s,
                       requests_override=spec.requests_override,

@@ -9,10 +9,10 @@ does not speak the OpenAI API gets one clear sentence, never a traceback.
 No hostile server can hang it or make it read without end: every check is bounded as a whole by ``--timeout``
 (headers, body and stream together: a slow-loris server, a dripping body, an endless stream are each a failed check
 after ``--timeout`` s), so the whole probe takes at most :data:`CHECKS` x ``--timeout``; every answer is capped
-after decompression (:mod:`harness.net.caps`: a gzip bomb or an SSE line without end is a failed check
+after decompression (:mod:`harness.core.net.caps`: a gzip bomb or an SSE line without end is a failed check
 ``body too large (> N bytes)``). Ctrl-C stops it at once. A credential is sent only when asked
 (``--api-key-env NAME``) and the output says so (never the value). What the server sent is printed through
-:func:`harness.term.safe_text`.
+:func:`harness.core.term.safe_text`.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 import httpx
 import typer
 
-from harness.load.text import filler, key_words, stable_key
-from harness.load.tokens import server_root
-from harness.net.bounded import BodyTooLarge, FetchError, afetch, capped_client
-from harness.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES
-from harness.term import safe_text
+from harness.core.net.bounded import BodyTooLarge, FetchError, afetch, capped_client
+from harness.core.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES
+from harness.core.term import safe_text
+from harness.workload.text import filler, key_words, stable_key
+from harness.workload.tokens import server_root
 
 if TYPE_CHECKING:
     import openai  # imported at call time: it takes seconds, and the CLI must start fast

@@ -30,9 +30,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.launch.owner import current, parse_pid_start, process_alive
-from harness.launch.state import owned_file
-from harness.watchdog import child_env
+from harness.host.owner import current, parse_pid_start, process_alive
+from harness.host.state import owned_file
+from harness.host.watchdog import child_env
 
 DIR_PREFIX = "harness-load-runners-"
 OWNER_FILE = "owner.json"

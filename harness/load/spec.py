@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.load.tokens import TokenCalibration
+from harness.workload.tokens import TokenCalibration
 
 ClientKind = Literal["gevent", "httpx"]
 
@@ -55,7 +55,7 @@ class StepSpec(_Model):
     stop_path: str | None = None  # a sequential step ends its sending early once this file exists
     saturation_cpu_percent: float = Field(default=90.0, ge=0)  # 0 flags every step (a test's forced saturation)
     saturation_lag_ms: float = Field(default=20.0, ge=0)
-    attempt: int = Field(default=1, ge=1)  # written into every record (see harness.attempts)
+    attempt: int = Field(default=1, ge=1)  # written into every record (see harness.rundir.attempts)
 
 
 class WorkerReport(_Model):
@@ -74,7 +74,7 @@ class WorkerReport(_Model):
 
 
 class RunnerOutcome(_Model):
-    """What the runner reports when the step ends (clocks as in :mod:`harness.records`)."""
+    """What the runner reports when the step ends (clocks as in :mod:`harness.rundir.records`)."""
 
     start_ns: int
     end_ns: int
@@ -99,4 +99,4 @@ class RunnerOutcome(_Model):
     parts: list[str] = Field(default_factory=list)
     ended_early: bool = False  # sending ended at a sequential look (the step's decision was settled)
     workers: list[WorkerReport] = Field(default_factory=list)  # each load process (one entry in one-process mode)
-    plan_fingerprint: str | None = None  # of the plan the runner ran (harness.load.plan.plan_fingerprint)
+    plan_fingerprint: str | None = None  # of the plan the runner ran (harness.workload.plan.plan_fingerprint)

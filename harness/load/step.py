@@ -23,12 +23,12 @@ from pathlib import Path
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
 from harness.load.health import assess
-from harness.load.parts import count_rows, find_parts, part_prefix
-from harness.load.plan import LoadConfigError, build_plan
 from harness.load.runners import POOL, Runner
 from harness.load.spec import ClientKind, RunnerOutcome, StepSpec
-from harness.load.tokens import TokenCalibration
-from harness.summary import ClientHealth
+from harness.rundir.parts import count_rows, find_parts, part_prefix
+from harness.schema.summary import ClientHealth
+from harness.workload.plan import LoadConfigError, build_request_plan
+from harness.workload.tokens import TokenCalibration
 
 START_ALLOWANCE_S = 120.0  # a cold runner's imports on a busy host, the plan, worker connections
 CANCEL_GRACE_S = 8.0
@@ -75,12 +75,12 @@ class StepRun:
     # decision is settled; a reason ends the step's sending early (in-flight requests drain as usual).
     looks_s: list[float] = field(default_factory=list)
     on_look: Callable[[float], str | None] | None = None
-    attempt: int = 1  # this step's attempt in the run (see harness.attempts); written into every record
+    attempt: int = 1  # this step's attempt in the run (see harness.rundir.attempts); written into every record
 
 
 @dataclass
 class StepOutcome:
-    """What happened in one step (clocks as in :mod:`harness.records`)."""
+    """What happened in one step (clocks as in :mod:`harness.rundir.records`)."""
 
     start_ns: int
     end_ns: int
@@ -202,7 +202,7 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
     server trouble. A ``KeyboardInterrupt`` that reaches this thread stops the step like ``cancel`` (bounded,
     records flushed) and is then re-raised; set ``cancel`` from a SIGINT handler to get the outcome instead.
     """
-    plan = build_plan(req.workload, req.level, step_index=req.step_index, calibration=req.tokenizer,
+    plan = build_request_plan(req.workload, req.level, step_index=req.step_index, calibration=req.tokenizer,
                       max_model_len=req.max_model_len, drill=req.drill, drill_phase=req.drill_phase,
                       classes=req.classes, duration_override_s=req.duration_override_s,
                       requests_override=req.requests_override, base_dir=req.trace_base_dir)

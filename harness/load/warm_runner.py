@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 
 from harness.load.runners import remove_if_orphaned
-from harness.watchdog import EXIT_ORPHANED, watch_parent
+from harness.host.watchdog import EXIT_ORPHANED, watch_parent
 # isort: on
 
 WORKER_GRACE_S = 2.0

@@ -10,7 +10,7 @@ process by a parent watchdog), waits for the next step's master between steps, a
 - exit 2 for a bad ``--master``; exit 130 on Ctrl-C (the current step's records are sent first, within a few s).
 
 This process never imports locust or gevent. Text from the master (arm and step names) is shown through
-:func:`harness.term.safe_text`.
+:func:`harness.core.term.safe_text`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from typing import Annotated
 import typer
 
 from harness.config.load import valid_bind_host
-from harness.term import safe_text
-from harness.watchdog import child_env
+from harness.core.term import safe_text
+from harness.host.watchdog import child_env
 
 STEP_SERVED, RUN_OVER, NO_MASTER, INTERRUPTED = 0, 3, 5, 130  # as harness.load.worker (which imports locust)
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4

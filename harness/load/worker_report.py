@@ -1,7 +1,7 @@
 """What each load process reports about its share of a step: its host, CPU, send lag and the plan it ran.
 
 The one-process runner reports itself; each worker of a master sends the same fields in its ``harness_done``
-message. The plan fingerprint (:func:`harness.load.plan.plan_fingerprint` over the first
+message. The plan fingerprint (:func:`harness.workload.plan.plan_fingerprint` over the first
 :data:`FINGERPRINT_PER_STREAM` requests of every stream) is computed after the step, off its clock: a worker
 whose plan differs from the master's (another harness version, another trace file) fails the step.
 """
@@ -13,8 +13,8 @@ import socket
 from typing import Any
 
 from harness.load.health import lag_stats_ms
-from harness.load.plan import StepPlan, plan_fingerprint
 from harness.load.spec import WorkerReport
+from harness.workload.plan import StepPlan, plan_fingerprint
 
 FINGERPRINT_PER_STREAM = 8
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")

@@ -15,14 +15,14 @@ import psutil
 
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.load.parts import read_parts
 from harness.load.runners import prewarm_runner
 from harness.load.spec import ClientKind
 from harness.load.step import StepRun, run_step
-from harness.load.tokens import EXACT_WORDS
 from harness.perf.model import ClientRun, Workload, ttft_errors
 from harness.perf.procs import CpuPlan, TreeCpuSampler
 from harness.perf.server import MODEL, truth_records
+from harness.rundir.parts import read_parts
+from harness.workload.tokens import EXACT_WORDS
 
 RUNNER_MARK = "harness.load.locust_runner"
 

@@ -1,5 +1,6 @@
-"""Reports rendered from a run's :class:`~harness.summary.Summary`: summary.json, summary.md, junit.xml, report.html,
-plus ``harness compare`` and the results index. Templates live in ``harness/templates`` (installed with the package).
+"""Reports rendered from a run's :class:`~harness.schema.summary.Summary`: summary.json, summary.md, junit.xml,
+report.html, plus ``harness compare`` and the results index. Templates live in ``harness/templates`` (installed
+with the package).
 
 Entry points (import from the submodules; this package imports nothing so the CLI starts fast):
 

@@ -1,6 +1,6 @@
 """Charts against load: TTFT/ITL percentiles with SLO lines, throughput, and hit quality by tier.
 
-Every function takes the :class:`~harness.summary.Summary` and returns a :class:`Chart`; a chart with no data has
+Every function takes the :class:`~harness.schema.summary.Summary` and returns a :class:`Chart`; a chart with no data has
 ``svg=None`` and a note saying what was missing (a missing value is a gap, never a 0).
 """
 
@@ -16,7 +16,7 @@ from matplotlib.typing import LineStyleType
 
 from harness.report import charts_ci
 from harness.report.svg import HIT_COLOURS, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
-from harness.summary import ArmSummary, StepSummary, Summary
+from harness.schema.summary import ArmSummary, StepSummary, Summary
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 Exit codes (shared/DESIGN.md): 0 done; 2 bad input (not a run directory; a missing, corrupt or wrongly shaped
 file, named with its field; a scenario.yaml the loader refuses); 4 a report that could not be written (disk
 full, read-only: the message names the file and says what was kept) or any unexpected error (one line naming
-what failed; with ``--debug`` / ``HARNESS_DEBUG=1`` it goes on to :mod:`harness.boundary`, which adds the
+what failed; with ``--debug`` / ``HARNESS_DEBUG=1`` it goes on to :mod:`harness.core.boundary`, which adds the
 traceback). Never 1 (CI reads 1 as no-go) and never a traceback. The renderers (and matplotlib) are imported when
 a command runs, so importing this module to build the CLI stays cheap.
 """
@@ -18,13 +18,13 @@ from typing import Annotated, TypeVar
 import typer
 from pydantic import ValidationError
 
-from harness.boundary import DEBUG_ENV, debug_enabled, short_message
 from harness.config import ScenarioError
-from harness.report.bounded_json import describe_errors
-from harness.report.errors import ReportWriteError
+from harness.core.boundary import DEBUG_ENV, debug_enabled, short_message
+from harness.core.term import safe_text
 from harness.report.load import ReportInputError, check_run_dir
-from harness.summary import Summary
-from harness.term import safe_text
+from harness.rundir.bounded import describe_errors
+from harness.rundir.errors import ReportWriteError
+from harness.schema.summary import Summary
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2

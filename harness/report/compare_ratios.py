@@ -1,14 +1,14 @@
 """B/A ratio intervals for ``harness compare``, from the two runs' request records.
 
-Per arm (matched by name) and step (matched by index), with :mod:`harness.analysis.intervals`:
+Per arm (matched by name) and step (matched by index), with :mod:`harness.stats.intervals`:
 
-* **p99 TTFT**: :func:`~harness.analysis.intervals.quantile_ratio` of the successful requests, paired by plan key
+* **p99 TTFT**: :func:`~harness.stats.intervals.quantile_ratio` of the successful requests, paired by plan key
   where the runs planned the same requests (same scenario and seed: ``request_id`` is ``<arm>/<step tag>/<plan
   key>``, see ``harness.load.driver``), else as two independent samples;
 * **p99 ITL**: the same over inter-token gaps, unpaired; gaps are thinned evenly to at most
   :data:`MAX_GAPS` per side to bound the bootstrap's memory, and are resampled as if independent (gaps within a
   request are correlated, so this interval can be too narrow); unresolved whenever either summary's p99 ITL is;
-* **output tokens/s**: :func:`~harness.analysis.intervals.sum_ratio` of output tokens over each step's duration.
+* **output tokens/s**: :func:`~harness.stats.intervals.sum_ratio` of output tokens over each step's duration.
 
 When either run lacks its request records, or they cannot be read (not Parquet, wrong column types), the
 comparison uses the summaries' figures alone and says so, with the reason; a step without records on one side gets
@@ -25,11 +25,11 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.report.compare import Comparison, Intervals, compare_summaries
-from harness.report.errors import ReportInputError
 from harness.report.load import load_summary
-from harness.report.rundir_read import check_requests
-from harness.rundir import RunDir
-from harness.summary import ArmSummary, RatioCI, Summary
+from harness.rundir.errors import ReportInputError
+from harness.rundir.layout import RunDir
+from harness.rundir.read import check_requests
+from harness.schema.summary import ArmSummary, RatioCI, Summary
 
 log = logging.getLogger(__name__)
 MAX_GAPS = 5000
@@ -46,8 +46,8 @@ def load_frame(run_dir: Path) -> pd.DataFrame:
     """The run's requests with derived latencies (TTFT, output tokens); rows of superseded attempts left out."""
     from harness.analysis import load_requests
     from harness.analysis.latency import ensure_derived
-    from harness.attempts import superseded_mask
-    from harness.jsonl import read_objects
+    from harness.core.jsonl import read_objects
+    from harness.rundir.attempts import superseded_mask
 
     frame = load_requests(run_dir)
     frame = frame[~superseded_mask(frame, read_objects(RunDir(run_dir).steps))].reset_index(drop=True)
@@ -82,7 +82,7 @@ def _gaps(rows: pd.DataFrame) -> F64:
 def step_intervals(rows_a: pd.DataFrame, rows_b: pd.DataFrame, duration_a: float, duration_b: float,
                    confidence: float) -> dict[str, RatioCI]:
     """B/A intervals for one step's p99 TTFT, p99 ITL and output tokens/s."""
-    from harness.analysis.intervals import quantile_ratio, sum_ratio
+    from harness.stats.intervals import quantile_ratio, sum_ratio
 
     ttft_a = rows_a["ttft_ms"].to_numpy(dtype=np.float64)
     ttft_b = rows_b["ttft_ms"].to_numpy(dtype=np.float64)

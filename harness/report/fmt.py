@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from harness.summary import ArmSummary, HitTokens, StepSummary, Summary
+from harness.schema.summary import ArmSummary, HitTokens, StepSummary, Summary
 
 MISSING = "missing"
 

@@ -14,7 +14,7 @@ from functools import cache
 from typing import Literal
 
 from harness.report.fmt import MISSING, ms, ratio
-from harness.summary import Percentiles, QuantileCI, RatioCI, RuleResult, Statistics, Summary
+from harness.schema.summary import Percentiles, QuantileCI, RatioCI, RuleResult, Statistics, Summary
 
 Kind = Literal["none", "exact", "point", "at-least", "at-most", "unresolved"]
 _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
@@ -23,7 +23,7 @@ _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 @cache
 def samples_to_resolve(pct: str, confidence: float = 0.95) -> int:
     """How many samples the percentile's two-sided order-statistic interval needs (e.g. p99: 368 at 95%)."""
-    from harness.analysis.intervals import min_samples_to_resolve
+    from harness.stats.intervals import min_samples_to_resolve
 
     return min_samples_to_resolve(_Q.get(pct, 0.99), confidence)
 

@@ -10,7 +10,7 @@ from harness.report.charts_time import hit_class_chart, windows_chart
 from harness.report.fmt import verdict_title
 from harness.report.links import raw_links
 from harness.report.templating import html_env, slug
-from harness.summary import Summary
+from harness.schema.summary import Summary
 
 __all__ = ["build_charts", "render_html", "verdict_title"]
 

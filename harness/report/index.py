@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.boundary import short_message
+from harness.core.boundary import short_message
 from harness.report.charts import Chart
 from harness.report.charts_time import TrendSeries, trend_chart
 from harness.report.fmt import top_step
@@ -23,7 +23,7 @@ from harness.report.links import safe_href
 from harness.report.load import ReportInputError, load_summary_file
 from harness.report.templating import html_env, slug
 from harness.report.writers import html_safe_json, write_files
-from harness.summary import QuantileCI, Summary
+from harness.schema.summary import QuantileCI, Summary
 
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
 MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)

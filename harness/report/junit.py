@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
-from harness.summary import ArmSummary, DrillResult, RuleResult, Summary
+from harness.schema.summary import ArmSummary, DrillResult, RuleResult, Summary
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _BAD = ("no-go", "failed")

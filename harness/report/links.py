@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
-from harness.summary import Summary
+from harness.schema.summary import Summary
 
-# (relative path, what it holds) in the order the report lists them; see harness.rundir.
+# (relative path, what it holds) in the order the report lists them; see harness.rundir.layout.
 LAYOUT: tuple[tuple[str, str], ...] = (
     ("manifest.json", "versions, image digests, host, scenario hash, exact launch commands"),
     ("scenario.yaml", "the scenario as resolved"),

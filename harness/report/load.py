@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.input_files import MIB
-from harness.report.bounded_json import describe_errors, read_json
-from harness.report.errors import ReportInputError
-from harness.rundir import RunDir
-from harness.summary import SCHEMA_VERSION, Summary
+from harness.core.input_files import MIB
+from harness.rundir.bounded import describe_errors, read_json
+from harness.rundir.errors import ReportInputError
+from harness.rundir.layout import RunDir
+from harness.schema.summary import SCHEMA_VERSION, Summary
 
 MAX_SUMMARY_BYTES = 64 * MIB  # a summary.json larger than this is not one the harness wrote
 
@@ -21,7 +21,7 @@ def load_summary_file(path: Path) -> Summary:
     """Parse and validate one ``summary.json`` (raises :class:`ReportInputError` with the file and field).
 
     The file must be a regular file of at most :data:`MAX_SUMMARY_BYTES`, nested at most
-    :data:`~harness.report.bounded_json.MAX_DEPTH` deep."""
+    :data:`~harness.rundir.bounded.MAX_DEPTH` deep."""
     data = read_json(path, max_bytes=MAX_SUMMARY_BYTES, what="summary.json",
                      missing="not found (a run directory holds summary.json; was the run finished, or is this the "
                              "right directory?)")

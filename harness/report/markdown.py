@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.report.fmt import verdict_title
 from harness.report.templating import md_env
-from harness.summary import Summary
+from harness.schema.summary import Summary
 
 # GitHub caps a pull-request comment at 65,536 characters (a step summary at 1 MiB): stay well under the smaller.
 MAX_MD_CHARS = 60_000

@@ -1,4 +1,5 @@
-"""A realistic, deterministic sample :class:`~harness.summary.Summary` for tests, fixtures and the render benchmark.
+"""A realistic, deterministic sample :class:`~harness.schema.summary.Summary` for tests, fixtures and the render
+benchmark.
 
 Three arms (``gpu-only`` baseline, ``cpu`` go, ``tiered`` hold) with three rising steps each (two of cpu's ended early,
 sequentially), percentiles with intervals (the c4 p99s and every window's p99 too small to resolve), windows with
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.report import sample_stats as stats
-from harness.summary import (
+from harness.schema.summary import (
     ArmSummary,
     CheckItem,
     ClientHealth,

@@ -1,6 +1,6 @@
 """The statistics of the sample summary: intervals, rules with evidence, the noise floor, load time.
 
-Intervals are the order-statistic ranks of :func:`harness.analysis.intervals.quantile_ranks` placed on a
+Intervals are the order-statistic ranks of :func:`harness.stats.intervals.quantile_ranks` placed on a
 log-normal latency distribution fitted to each figure's p50 and p99, so which percentiles resolve (a p99 needs 368
 samples at 95%) follows the real rule; nothing here reads the clock or draws random numbers.
 """
@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from harness.analysis.intervals import QUANTILE_METHOD, RATIO_METHOD, ci_from_ranks, quantile_ranks
-from harness.summary import (
+from harness.schema.summary import (
     LoadTime,
     NoiseFloor,
     NoiseFloorItem,
@@ -21,6 +20,7 @@ from harness.summary import (
     RuleResult,
     Statistics,
 )
+from harness.stats.intervals import QUANTILE_METHOD, RATIO_METHOD, ci_from_ranks, quantile_ranks
 
 CONFIDENCE = 0.95
 _Z = NormalDist()

@@ -18,7 +18,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from harness import __version__
+from harness.core.version import __version__
 from harness.report import fmt, fmt_ci
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")

@@ -2,7 +2,7 @@
 
 ``write_reports`` writes them all (``summary.json`` first, ``report.html`` last so its raw-file links see the
 others); each file is written to a temporary name and renamed, so a crash never leaves half a report. A file that
-cannot be written (disk full, read-only) is a :class:`~harness.report.errors.ReportWriteError` naming it and saying
+cannot be written (disk full, read-only) is a :class:`~harness.rundir.errors.ReportWriteError` naming it and saying
 which files were replaced before it and which are as they were.
 """
 
@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
-from harness.report.errors import ReportWriteError
 from harness.report.junit import render_junit
 from harness.report.load import check_run_dir, load_summary
 from harness.report.markdown import render_markdown
-from harness.summary import Summary
+from harness.rundir.errors import ReportWriteError
+from harness.schema.summary import Summary
 
 Renderer = Callable[[Summary, Path], str]
 

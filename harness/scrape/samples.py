@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.analysis.intervals import DEFAULT_CONFIDENCE, quantile_ranks
+from harness.schema.summary import HitTokens, Percentiles, QuantileCI, ServerStep
+from harness.schema.tier_health import TierHealth
 from harness.scrape.catalog import Catalog
 from harness.scrape.deltas import HistogramDelta
 from harness.scrape.quantities import QuantityValue, scrapes_in_step, step_quantities
 from harness.scrape.series import ScrapeSeries, load_scrapes, series_from_bodies
 from harness.scrape.tier_health import step_tier_health
-from harness.scrape.tier_model import TierHealth
-from harness.summary import HitTokens, Percentiles, QuantileCI, ServerStep
+from harness.stats.intervals import DEFAULT_CONFIDENCE, quantile_ranks
 
 __all__ = ["ScrapeSeries", "describe_missing", "load_scrapes", "series_from_bodies", "server_percentiles",
            "step_server_stats"]

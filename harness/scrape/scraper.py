@@ -10,7 +10,7 @@ recorded and counted in :attr:`errors`; it never raises into the caller.
 
 Each scrape is one whole request under a deadline of ``timeout_s`` (headers and body together: a server that
 drips its body or its headers cannot hold a scrape longer) with its body capped at ``max_body_bytes`` after
-decompression (:data:`~harness.net.caps.METRICS_MAX_BYTES`; a gzip bomb is the error ``body too large (> N
+decompression (:data:`~harness.core.net.caps.METRICS_MAX_BYTES`; a gzip bomb is the error ``body too large (> N
 bytes)``). :meth:`stop` and the ``cancel`` event (Ctrl-C in a run) end a scrape in flight within about 0.1 s.
 
 Call ``scrape_now("step-N-start")`` before taking a step's ``start_ns`` and ``scrape_now("step-N-end")`` after its
@@ -26,9 +26,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from harness.core.net.bounded import FetchError, fetch
+from harness.core.net.caps import METRICS_MAX_BYTES
 from harness.engines.spec import MetricsEndpoint
-from harness.net.bounded import FetchError, fetch
-from harness.net.caps import METRICS_MAX_BYTES
 from harness.scrape.rawlog import SCRAPES_FILE, RawScrapeWriter
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Per-step tier health (:class:`~harness.scrape.tier_model.TierHealth`) from a run's raw scrapes.
+"""Per-step tier health (:class:`~harness.schema.tier_health.TierHealth`) from a run's raw scrapes.
 
 The quantities are catalog data (``tier.*``, ``offload.allocation_failures``, ``offload.lookup_*_delay_seconds`` in
 ``harness/engines/catalogs``); a source with ``split_by: tier`` also gets one figure per label value seen in the step.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from harness.schema.tier_health import LookupDelay, TierFigures, TierHealth
 from harness.scrape.catalog import Catalog, Source
 from harness.scrape.quantities import QuantityValue, evaluate_sources
 from harness.scrape.series import ScrapeSeries, Window, window_for
-from harness.scrape.tier_model import LookupDelay, TierFigures, TierHealth
 
 TOTALS = {"tier.stores_dropped": "stores_dropped", "tier.blocks_dropped": "blocks_dropped",
           "tier.promotion_failures": "promotion_failures", "tier.cascade_failures": "cascade_failures",

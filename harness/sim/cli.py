@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from harness.json_depth import JSON_DEPTH_LIMIT, json_too_deep
+from harness.core.json_depth import JSON_DEPTH_LIMIT, json_too_deep
+from harness.core.term import safe_text
 from harness.sim.config import ConfigError, EngineConfig, build_engine_config
 from harness.sim.faults import FaultError, Faults
 from harness.sim.noise import NoiseError, NoiseSpec, describe
 from harness.sim.profile import ProfileError, ProfileFileError, builtin_profile_names, load_profile
-from harness.term import safe_text
 
 if TYPE_CHECKING:
     from harness.sim.server import ServeOptions

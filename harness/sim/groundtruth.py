@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from harness.jsonl import read_objects
+from harness.core.jsonl import read_objects
 
 
 class GroundTruthWriter:

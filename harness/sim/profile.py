@@ -20,8 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.input_files import InputFileError, read_text
-from harness.safe_yaml import YamlInputError, load_yaml
+from harness.core.input_files import InputFileError, read_text
+from harness.core.safe_yaml import YamlInputError, load_yaml
 
 
 class ProfileError(ValueError):

@@ -347,7 +347,7 @@ async def serve(
 
 def _stop_with_parent(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
     """Launched by the harness (``HARNESS_PARENT`` set): shut down when that harness process dies."""
-    from harness.watchdog import watch_parent
+    from harness.host.watchdog import watch_parent
 
     def request_stop() -> None:
         with contextlib.suppress(RuntimeError):  # the loop already closed: the server is stopping anyway

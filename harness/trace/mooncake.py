@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
-from harness.input_files import InputFileError, check_regular, iter_lines, open_regular
-from harness.json_depth import JSON_DEPTH_LIMIT, json_too_deep
+from harness.core.input_files import InputFileError, check_regular, iter_lines, open_regular
+from harness.core.json_depth import JSON_DEPTH_LIMIT, json_too_deep
 
 if TYPE_CHECKING:
     import numpy as np

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Literal
 
 import numpy as np
 
-from harness.input_files import InputFileError, open_regular
+from harness.core.input_files import InputFileError, open_regular
 from harness.trace.blocks import BlockTrace, from_requests
 from harness.trace.mooncake import MAX_JSON_DEPTH, MAX_TRACE_BYTES, BadLine, TraceFormatError, read_mooncake
 

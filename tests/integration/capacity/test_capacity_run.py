@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.rollout.summarize import rebuild_summary
+from harness.decision.summarize import rebuild_summary
 
 DEMO = Path(__file__).resolve().parents[3] / "scenarios" / "demo-sim.yaml"
 TIME_SCALE = 0.25

@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "reliability"))
 from rel_support import make_scenario
 
 from harness.config import load_scenario
-from harness.load.plan import build_plan
-from harness.rollout.orchestrator import RunOptions, run_rollout
-from harness.rollout.ports import free_port
+from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.ports import free_port
 from harness.sim.groundtruth import read_ground_truth
+from harness.workload.plan import build_request_plan
 
 LEVELS = [{"concurrency": 4, "requests": 24}, {"concurrency": 6, "requests": 30}]
 HARNESS = str(Path(sys.executable).with_name("harness"))
@@ -57,7 +57,7 @@ def _steps(run_dir: Path) -> list[dict[str, Any]]:
 def _planned_ids(path: Path, index: int) -> set[str]:
     scenario = load_scenario(path)
     level = scenario.steps.levels[index]
-    plan = build_plan(scenario.workload, level, step_index=index)
+    plan = build_request_plan(scenario.workload, level, step_index=index)
     ids = set()
     for user in range(plan.users):
         quota = plan.user_quota(user)

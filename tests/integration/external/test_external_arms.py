@@ -26,7 +26,7 @@ from rel_support import make_scenario
 from harness.config import load_scenario
 from harness.config.arms import Arm
 from harness.engines import build_launch_spec
-from harness.rollout.ports import free_port
+from harness.run.ports import free_port
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}

@@ -10,7 +10,7 @@ import yaml
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
 from harness.load.step import StepRun
-from harness.load.tokens import TokenCalibration
+from harness.workload.tokens import TokenCalibration
 
 SHORT_LONG: dict[str, Any] = {
     "seed": 5,

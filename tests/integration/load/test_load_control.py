@@ -13,9 +13,10 @@ import pytest
 from load_it_helpers import step_run
 
 from harness.config.steps import StepLevel
-from harness.load import LoadConfigError, build_requests_parquet, prewarm_runner, run_step
-from harness.load.parts import find_parts
+from harness.load import prewarm_runner, run_step
+from harness.rundir.parts import build_requests_parquet, find_parts
 from harness.sim.testing import SimHandle, running_sim
+from harness.workload.plan import LoadConfigError
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pytest
 from load_it_helpers import step_run
 
 from harness.config.steps import StepLevel
-from harness.load import build_requests_parquet, prewarm_runner, run_step
+from harness.load import prewarm_runner, run_step
+from harness.rundir.parts import build_requests_parquet
 from harness.sim.testing import SimHandle, running_sim
 
 

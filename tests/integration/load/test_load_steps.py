@@ -14,10 +14,12 @@ import pytest
 from load_it_helpers import step_run
 
 from harness.config.steps import StepLevel
-from harness.load import StepOutcome, build_requests_parquet, calibrate_tokenizer, run_step
+from harness.load import StepOutcome, run_step
 from harness.load.runners import prewarm_runner
+from harness.rundir.parts import build_requests_parquet
 from harness.sim.groundtruth import read_ground_truth
 from harness.sim.testing import running_sim
+from harness.workload.tokens import calibrate_tokenizer
 
 LEVELS = [1, 4, 16]
 TTFT_ERROR_LIMIT_MS = 2.0

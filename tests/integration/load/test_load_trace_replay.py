@@ -13,9 +13,11 @@ from load_it_helpers import big_kv_profile, mooncake_trace, shared_blocks, step_
 
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.load import build_requests_parquet, calibrate_tokenizer, prewarm_runner, run_step
+from harness.load import prewarm_runner, run_step
+from harness.rundir.parts import build_requests_parquet
 from harness.sim.groundtruth import read_ground_truth
 from harness.sim.testing import SimHandle, running_sim
+from harness.workload.tokens import calibrate_tokenizer
 
 N = 40
 

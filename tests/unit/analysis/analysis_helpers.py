@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow as pa
 
 from harness.analysis.load import table_to_frame
-from harness.records import SCHEMA, RequestRecord
+from harness.rundir.records import SCHEMA, RequestRecord
 
 MS = 1_000_000
 BASE = 5_000_000_000_000_000  # a large perf_counter reading: float64 would lose nanoseconds here

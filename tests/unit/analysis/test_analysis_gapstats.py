@@ -14,7 +14,7 @@ from harness.analysis.gapstats import gap_stats
 from harness.analysis.latency import chunk_gaps
 from harness.analysis.load import StepSpan
 from harness.analysis.prepare import prepare, window_layout
-from harness.records import RequestRecord
+from harness.rundir.records import RequestRecord
 
 
 def _random_records(seed: int, n: int) -> list[RequestRecord]:

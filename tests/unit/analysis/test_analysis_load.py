@@ -14,7 +14,7 @@ from analysis_helpers import BASE, record
 
 from harness.analysis import load_requests, read_steps
 from harness.analysis.bench import main as bench_main
-from harness.records import SCHEMA, RequestRecord
+from harness.rundir.records import SCHEMA, RequestRecord
 
 
 def _table(records: list[RequestRecord]) -> pa.Table:

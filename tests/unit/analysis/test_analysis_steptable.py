@@ -8,7 +8,7 @@ from analysis_helpers import BASE, MS, frame, record
 
 from harness.analysis import StepSpan, analyze_arms, step_table
 from harness.config.rules import SloSpec
-from harness.records import RequestRecord
+from harness.rundir.records import RequestRecord
 
 
 def _records() -> list[RequestRecord]:

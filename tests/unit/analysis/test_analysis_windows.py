@@ -8,7 +8,7 @@ from analysis_helpers import BASE, MS, frame, record
 
 from harness.analysis import windows
 from harness.analysis.load import StepSpan
-from harness.records import RequestRecord
+from harness.rundir.records import RequestRecord
 
 S = 1000.0  # ms per second
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness.config.env_refs import UnsetEnvError, parse_reference, resolve_env, unset_references
-from harness.input_files import InputFileError, iter_lines, open_regular, read_text
-from harness.json_depth import json_too_deep
-from harness.safe_yaml import YamlInputError, load_yaml
+from harness.core.input_files import InputFileError, iter_lines, open_regular, read_text
+from harness.core.json_depth import json_too_deep
+from harness.core.safe_yaml import YamlInputError, load_yaml
 
 
 def test_env_references_resolve_like_the_shell() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from harness.launch.base import HOST_LABEL, OWNER_LABEL, PID_LABEL, RUN_LABEL, UID_LABEL
-from harness.launch.leftovers import container_leftovers, container_owner, select
+from harness.host.labels import HOST_LABEL, OWNER_LABEL, PID_LABEL, RUN_LABEL, UID_LABEL
+from harness.host.leftovers import container_leftovers, container_owner, select
 
 HOST, UID = "node-a", 1000
 LIVE_PID, DEAD_PID = 111, 222

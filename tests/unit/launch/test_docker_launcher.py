@@ -17,21 +17,16 @@ from typer import Typer
 from typer.testing import CliRunner
 
 from harness.engines.spec import ConfigFile, LaunchSpec, Volume
-from harness.launch import cleanup as cleanup_mod
-from harness.launch import docker_host
+from harness.host import docker_host
+from harness.host.docker_host import device_requests, gpu_runtime_available, is_pinned
+from harness.host.labels import ARM_LABEL, DISK_TIER_MARKER, HOST_LABEL, OWNER_LABEL, PID_LABEL, RUN_LABEL, UID_LABEL
+from harness.launch import containers as cleanup_mod
 from harness.launch.base import (
-    ARM_LABEL,
-    DISK_TIER_MARKER,
-    HOST_LABEL,
-    OWNER_LABEL,
-    PID_LABEL,
-    RUN_LABEL,
-    UID_LABEL,
     LaunchContext,
     LaunchError,
 )
 from harness.launch.docker import DockerLauncher, container_name, publish_host
-from harness.launch.docker_host import device_requests, gpu_runtime_available, is_pinned
+from harness.run import cleanup as cleanup_cmd
 
 IMAGE = "kvoffload-harness-sim:0.1.0"
 DIGEST = "sha256:" + "b" * 64
@@ -335,7 +330,7 @@ def test_containers_get_owner_labels(fake: FakeClient, ctx: LaunchContext) -> No
 
 def _cli() -> Typer:
     app = Typer()
-    app.command("cleanup")(cleanup_mod.cleanup_command)
+    app.command("cleanup")(cleanup_cmd.cleanup_command)
     app.command("noop")(lambda: None)
     return app
 

@@ -8,7 +8,7 @@ import sys
 
 import psutil
 
-from harness.launch import pidfiles, state
+from harness.host import pidfiles, state
 
 
 def _sleeper() -> subprocess.Popen[bytes]:

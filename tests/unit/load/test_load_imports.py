@@ -5,14 +5,14 @@ from __future__ import annotations
 import subprocess
 import sys
 
-PARENT_MODULES = ["harness.load", "harness.load.step", "harness.load.plan", "harness.load.probe",
-                  "harness.load.parts", "harness.load.runners", "harness.load.tokens", "harness.load.bench"]
+PARENT_MODULES = ["harness.load", "harness.load.step", "harness.workload.plan", "harness.load.probe",
+                  "harness.rundir.parts", "harness.load.runners", "harness.workload.tokens", "harness.load.bench"]
 
 
 def test_parent_modules_do_not_import_gevent_or_locust() -> None:
     code = ("import sys\n"
             + "".join(f"import {m}\n" for m in PARENT_MODULES)
-            + "from harness.load import run_step, StepRun, build_plan, calibrate_tokenizer, probe_command\n"
+            + "from harness.load import run_step, StepRun, probe_command\n"
             + "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('gevent', 'locust', 'geventhttpclient'))\n"
             + "print(','.join(bad))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness.checks import resources
-from harness.checks.host import FakeHostFacts
 from harness.config import load_scenario, load_scenario_text
-from harness.plan import build_plan, estimate_duration_s
-from harness.plan_view import print_plan
+from harness.host.facts import FakeHostFacts
+from harness.plan.build import build_plan, estimate_duration_s
+from harness.plan.checks import resources
+from harness.plan.view import print_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "tests" / "golden" / "plan"

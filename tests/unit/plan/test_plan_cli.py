@@ -12,9 +12,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from harness.checks import runner
-from harness.checks.host import FakeHostFacts
 from harness.cli import app
+from harness.host.facts import FakeHostFacts
+from harness.plan.checks import runner
 
 ROOT = Path(__file__).resolve().parents[3]
 SCENARIOS = ROOT / "scenarios"

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from harness.report.commands import compare_command, index_command, make_report_command, report_command
 from harness.report.load import load_summary
-from harness.summary import Summary
+from harness.schema.summary import Summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 runner = CliRunner()

@@ -10,11 +10,11 @@ import pyarrow.parquet as pq
 import typer
 from typer.testing import CliRunner
 
-from harness.records import SCHEMA, RequestRecord
 from harness.report.commands import compare_command
 from harness.report.compare import comparison_lines
 from harness.report.compare_ratios import compare_runs, plan_keys
 from harness.report.sample import write_sample_run
+from harness.rundir.records import SCHEMA, RequestRecord
 
 N = 420  # enough requests for a resolved p99 at 95% (368)
 

@@ -8,7 +8,7 @@ import pytest
 
 from harness.report import bench
 from harness.report.writers import write_reports
-from harness.summary import ArmSummary, StepSummary, Summary
+from harness.schema.summary import ArmSummary, StepSummary, Summary
 
 
 def _bare(arms: list[ArmSummary]) -> Summary:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from harness.report import fmt
-from harness.summary import ArmSummary, HitTokens, ServerStep, StepSummary
+from harness.schema.summary import ArmSummary, HitTokens, ServerStep, StepSummary
 
 
 def test_none_is_missing_not_zero() -> None:

@@ -11,7 +11,7 @@ import pytest
 from harness.report.html import render_html, verdict_title
 from harness.report.load import load_summary
 from harness.report.sample import sample_summary, write_sample_run
-from harness.summary import Summary
+from harness.schema.summary import Summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 SECTIONS = ("verdict", "fit", "checks", "arms", "charts", "drills", "launch", "host", "files")

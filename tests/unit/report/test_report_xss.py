@@ -93,5 +93,5 @@ def test_compare_output_is_escaped(tmp_path: Path) -> None:
     assert json.loads(as_json.output)["arms"][1]["name"] == f"cpu{XSS}"
     text = runner.invoke(app, [str(a), str(b)])
     assert text.exit_code == 0
-    assert "B: b\\x1b[2J\\x07" in text.output  # control characters shown as escapes (harness.term.safe_text)
+    assert "B: b\\x1b[2J\\x07" in text.output  # control characters shown as escapes (harness.core.term.safe_text)
     assert "\x1b" not in text.output and "\x07" not in text.output

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from scrape_helpers import FIXTURES, vllm_text
 
+from harness.schema.summary import ServerStep
 from harness.scrape.catalog import load_catalog
 from harness.scrape.samples import series_from_bodies, step_server_stats
 from harness.scrape.tier_health import declared_families
-from harness.summary import ServerStep
 
 VLLM = load_catalog("vllm", "0.32.0")
 START = (FIXTURES / "vllm-0.32.0-tier-health-start.prom").read_text(encoding="utf-8")

@@ -17,13 +17,7 @@ from harness.trace.html import render_html
 from harness.trace.lru_curve import LruCurve
 from harness.trace.mooncake import synthesize_mooncake, write_mooncake
 from harness.trace.tiers import TierSpec, tier_split_row
-from harness.trace.units import (
-    MODEL_PROFILES,
-    CapacityError,
-    kv_bytes_per_token,
-    parse_capacities,
-    parse_capacity,
-)
+from harness.trace.units import MODEL_PROFILES, CapacityError, kv_bytes_per_token, parse_capacities, parse_capacity
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "trace-analysis.md"
 

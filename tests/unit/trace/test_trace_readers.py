@@ -11,13 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.trace.blocks import from_requests
-from harness.trace.mooncake import (
-    TraceFormatError,
-    TraceRequest,
-    read_mooncake,
-    synthesize_mooncake,
-    write_mooncake,
-)
+from harness.trace.mooncake import TraceFormatError, TraceRequest, read_mooncake, synthesize_mooncake, write_mooncake
 from harness.trace.mooncake_columns import read_mooncake_blocks
 from harness.trace.readers import chained_block_hashes, detect_format, load_trace
 

@@ -1,0 +1,147 @@
+"""Apply the scenario's rules to one arm's measurements (client records, step tables, windows).
+
+The same functions judge a finished run (``harness report``) and a sequential step at a look
+(:mod:`harness.decision.sequential`), so a step that ended early is judged on the evidence that ended it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from harness.config.arms import Arm
+from harness.config.rules import BudgetRule, SloSpec
+from harness.config.scenario import Scenario
+from harness.decision.evidence import StepSample, regression_step, step_sample
+from harness.decision.rules.budget import WindowValue, evaluate_budget
+from harness.decision.rules.causal import own_tier_hits
+from harness.decision.rules.errors import evaluate_errors
+from harness.decision.rules.keep import evaluate_earns_keep
+from harness.decision.rules.tier_health import evaluate_tier_health
+from harness.schema.summary import RuleResult, StepSummary, WindowPoint
+from harness.stats.error_rates import regression_alpha
+
+_WINDOW_FIELD = {"ttft": "ttft_p99", "itl": "itl_p99", "e2e": "e2e_p99"}
+
+
+@dataclass
+class ArmData:
+    """One arm's derived request records (journaled steps only) and step summaries."""
+
+    name: str
+    df: pd.DataFrame
+    steps: list[StepSummary]
+    _samples: dict[int, StepSample] | None = field(default=None, repr=False)
+
+    def samples(self, slo: SloSpec) -> dict[int, StepSample]:
+        """Per-step samples (computed once)."""
+        if self._samples is None:
+            out: dict[int, StepSample] = {}
+            for step in self.steps:
+                part = self.df[self.df["step"] == step.index] if not self.df.empty else self.df
+                out[step.index] = step_sample(part, step.duration_s, slo)
+            self._samples = out
+        return self._samples
+
+
+def _window_values(rule: BudgetRule, wins: Sequence[WindowPoint]) -> list[WindowValue]:
+    field_name = _WINDOW_FIELD[rule.metric]
+    return [WindowValue(index=i, step=w.step, start_s=w.start_s, end_s=w.end_s, requests=w.requests,
+                        value_ms=getattr(w, f"{field_name}_ms"), ci=getattr(w, f"{field_name}_ci"))
+            for i, w in enumerate(wins)]
+
+
+def _judged_steps_decide(per_step: list[tuple[RuleResult, bool]]) -> list[RuleResult]:
+    """Steps whose samples cannot resolve the rule's percentile are reported but do not decide once another step
+    could judge it (low load levels are naturally small); with no step able to judge, the rule stays unresolved."""
+    if not any(judged for _, judged in per_step):
+        return [r for r, _ in per_step]
+    return [r if judged else r.model_copy(update={"status": "not-applicable", "message": f"not judged: {r.message}"})
+            for r, judged in per_step]
+
+
+def _applies(names: list[str] | None, arm: Arm) -> bool:
+    return names is None or arm.name in names
+
+
+def budget_results(scenario: Scenario, arm: Arm, wins: list[WindowPoint], steps: Sequence[StepSummary]
+                   ) -> tuple[list[RuleResult], list[WindowPoint]]:
+    """Every budget rule for the arm, and its windows with breached / unresolved rules marked."""
+    rules = scenario.rules
+    results: list[RuleResult] = []
+    breached: dict[int, list[str]] = {}
+    unresolved: dict[int, list[str]] = {}
+    for rule in rules.budgets:
+        if not _applies(rule.arms, arm):
+            continue
+        budget = rule.budget_ms or scenario.slo.budget_ms(rule.metric)
+        if budget is None or rule.percentile != 99.0:
+            why = (f"no budget: set budget_ms or slo.{rule.metric}_p99_ms" if budget is None else
+                   "windowed budgets are computed on p99; set percentile: 99")
+            results.append(RuleResult(rule=rule.label, kind="budget", status="not-applicable", critical=rule.critical,
+                                      dry_run=rule.dry_run, message=why))
+            continue
+        outcome = evaluate_budget(rule, budget, _window_values(rule, wins), steps, rules.min_requests_per_window,
+                                  rules.window_s)
+        results.append(outcome.result)
+        for i in outcome.breached:
+            breached.setdefault(i, []).append(rule.label)
+        for i in outcome.unresolved:
+            unresolved.setdefault(i, []).append(rule.label)
+    marked = [w.model_copy(update={"breached": sorted(set(w.breached) | set(breached.get(i, []))),
+                                   "unresolved": sorted(set(w.unresolved) | set(unresolved.get(i, [])))})
+              for i, w in enumerate(wins)]
+    return results, marked
+
+
+def floor_at(floors: Mapping[int, float] | None, step: int) -> float:
+    """The noise floor at a step: that step's A/A distance, else the largest measured, else 1 (no A/A)."""
+    if not floors:
+        return 1.0
+    return floors.get(step, max(floors.values()))
+
+
+def regression_results(scenario: Scenario, arm: Arm, mine: ArmData, base: ArmData, *, looks: int = 1,
+                       floors: Mapping[int, float] | None = None) -> list[RuleResult]:
+    """Every regression rule, step by step against the baseline."""
+    slo, n_levels = scenario.slo, len(scenario.steps.levels)
+    out: list[RuleResult] = []
+    base_samples = base.samples(slo)
+    for reg in scenario.rules.regression:
+        if not _applies(reg.arms, arm):
+            continue
+        alpha_each = regression_alpha(reg.alpha, n_levels, looks)
+        per_step = []
+        for step in mine.steps:
+            theirs = base_samples.get(step.index)
+            if theirs is None:
+                continue
+            verdict = regression_step(reg, step.index, step.label, mine.samples(slo)[step.index], theirs,
+                                      alpha_each, floor_at(floors, step.index))
+            per_step.append((verdict.result, verdict.judged))
+        out += _judged_steps_decide(per_step)
+    return out
+
+
+def evaluate_arm_rules(scenario: Scenario, arm: Arm, index: int, mine: ArmData, base: ArmData, prev: ArmData | None,
+                       wins: list[WindowPoint], *, looks: int = 1, floors: Mapping[int, float] | None = None
+                       ) -> tuple[list[RuleResult], list[WindowPoint], set[str]]:
+    """All rule results for the arm, its windows with rules marked, and the budget rules it breached."""
+    results, marked = budget_results(scenario, arm, wins, mine.steps)
+    breached = {r.rule for r in results if r.status == "breach"}
+    if index > 0:
+        results += regression_results(scenario, arm, mine, base, looks=looks, floors=floors)
+        if prev is not None:
+            rules = scenario.rules
+            results.append(evaluate_errors(rules.max_error_rate, mine.steps, prev.steps, prev.name))
+            if rules.earns_keep is not None:
+                results.append(evaluate_earns_keep(rules.earns_keep, mine.steps, mine.samples(scenario.slo),
+                                                   prev.samples(scenario.slo), prev.name,
+                                                   n_steps=len(scenario.steps.levels), looks=looks,
+                                                   floors=floors))
+            if rules.require_own_tier_hits:
+                results.append(own_tier_hits(arm, mine.steps, prev.steps, prev.name))
+        results.append(evaluate_tier_health(scenario.rules.tier_health, arm.name, arm.tier, mine.steps))
+    return results, marked, breached

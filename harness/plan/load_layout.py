@@ -1,0 +1,64 @@
+"""Each step's load processes and master address, from the scenario's ``load`` section (one per arm).
+
+With ``processes: auto`` an arm starts at ``min_processes`` local processes; after a step whose client health
+was saturated the next step gets twice as many, up to ``max_processes`` and the host's cores. The change is said
+in the live output (:attr:`LoadLayout.change`) and recorded on the next step's client health (``layout_note``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from harness.config.load import LoadSpec
+from harness.schema.summary import ClientHealth
+
+
+def host_cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class LoadLayout:
+    """The load processes of one arm's steps."""
+
+    def __init__(self, spec: LoadSpec, cores: int | None = None) -> None:
+        self.spec = spec
+        self.cores = cores if cores is not None else host_cores()
+        if isinstance(spec.processes, int):
+            self.cap = self.processes = spec.processes
+        else:
+            self.cap = min(spec.max_processes or self.cores, self.cores)
+            self.processes = min(spec.min_processes, self.cap)
+        self._note: str | None = None  # why the next step uses more processes than the last one
+        self.change: str | None = None  # what :meth:`after_step` decided, in words (None: nothing to say)
+
+    def step_fields(self) -> dict[str, Any]:
+        """The ``StepRun`` fields for the next step."""
+        spec = self.spec
+        return {"processes": self.processes, "remote_workers": spec.remote_workers,
+                "master_bind_host": spec.master_bind_host, "master_port": spec.master_port or 0,
+                "worker_wait_s": spec.worker_wait_s, "saturation_cpu_percent": spec.saturation_cpu_percent,
+                "saturation_lag_ms": spec.saturation_lag_ms}
+
+    def after_step(self, client: ClientHealth, what: str) -> ClientHealth:
+        """The step's client health with its layout note; with ``processes: auto``, more processes after a
+        saturated step (:attr:`change` says so)."""
+        recorded = client.model_copy(update={"layout_note": self._note})
+        self._note = self.change = None
+        if not (self.spec.auto and client.saturated):
+            return recorded
+        if self.processes < self.cap:
+            new = min(2 * self.processes, self.cap)
+            self.change = (f"load generator saturated at {what} with {self.processes} process(es): the next step "
+                           f"uses {new} (load.processes: auto, at most {self.cap})")
+            self._note = f"raised from {self.processes} to {new} processes after {what} was saturated"
+            self.processes = new
+        else:
+            self.change = (f"load generator saturated at {what} with {self.processes} process(es), the most "
+                           f"load.processes: auto allows here (max_processes, {self.cores} cores): add machines "
+                           "(load.remote_workers)")
+        return recorded

@@ -1,0 +1,81 @@
+"""Human rendering of a :class:`~harness.plan.build.Plan` with rich (tables, commands, rendered configs, checks).
+
+Every text that comes from the scenario or the host (names, commands, paths, messages) is shown through
+:func:`harness.core.term.safe_text`: a terminal escape sequence or carriage return in it is printed as
+``\\x1b``/``\\r``, never executed.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape as _markup_escape
+from rich.table import Table
+
+from harness.core.term import safe_text
+from harness.plan.build import Plan
+from harness.plan.power.view import print_power
+
+_LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
+
+
+def escape(text: object) -> str:
+    """Untrusted text, safe for rich markup and for the terminal."""
+    return _markup_escape(safe_text(text))
+
+
+def print_plan(plan: Plan, console: Console) -> None:
+    """Print the plan."""
+    sim = " [bold magenta](SIMULATED engine)[/]" if plan.simulated else ""
+    source = f" ({escape(plan.source_file)})" if plan.source_file else ""
+    console.print(f"[bold]Scenario[/] {escape(plan.scenario)}{source} — engine {escape(plan.engine)}, model "
+                  f"{escape(plan.model)}{sim}")
+    table = Table(title="Arms (run in order, each on a fresh server)")
+    for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
+        table.add_column(col)
+    for i, arm in enumerate(plan.arms):
+        cpu = f"{arm.cpu_tier_bytes / (1 << 30):.2f} GiB" if arm.cpu_tier_bytes else "-"
+        table.add_row(str(i), escape(arm.name), escape(arm.tier), cpu,
+                      escape(", ".join(arm.disk_tier_dirs) or "-"), escape(arm.launcher))
+    console.print(table)
+    console.print("[bold]Steps per arm:[/] " + escape(", ".join(plan.steps)))
+    for line in plan.search:
+        console.print("[bold]Capacity search:[/] " + escape(line), soft_wrap=True, highlight=False)
+    if plan.load and plan.load != "1 local process":  # the default layout is not worth a line
+        console.print("[bold]Load per step:[/] " + escape(plan.load))
+    for arm in plan.arms:
+        console.print(f"\n[bold]{escape(arm.name)}[/] command:")
+        if arm.error:
+            console.print(f"  [red]cannot build: {escape(arm.error)}[/]")
+            continue
+        console.print("  " + escape(arm.command), soft_wrap=True, highlight=False)
+        if arm.image:
+            console.print(f"  image: {escape(arm.image)}")
+        if arm.entrypoint_note:
+            console.print(f"  entrypoint: {escape(arm.entrypoint_note)}", soft_wrap=True, highlight=False)
+        if arm.container:
+            console.print(f"  container: {escape(' '.join(arm.container))}", highlight=False)
+        if arm.shm:
+            console.print(f"  /dev/shm: {escape(arm.shm)}", soft_wrap=True, highlight=False)
+        for volume in arm.volumes:
+            console.print(f"  volume: {escape(volume)}", highlight=False)
+        if arm.env_keys:
+            console.print(f"  env (values not shown): {escape(', '.join(arm.env_keys))}", soft_wrap=True,
+                          highlight=False)
+        for name, content in arm.config_files.items():
+            console.print(f"  [bold]{escape(name)}[/]:")
+            for line in content.splitlines():
+                console.print("    " + escape(line), highlight=False)
+    print_power(plan.power, console)
+    console.print("\n[bold]Checks[/]")
+    for item in plan.checks:
+        style = _LEVEL_STYLE[item.level]
+        arm_tag = " " + escape(f"[{item.arm}]") if item.arm else ""
+        console.print(f"  [{style}]{item.level:5}[/] {escape(item.name)}{arm_tag}: {escape(item.message)}",
+                      soft_wrap=True, highlight=False)
+    minutes = plan.estimated_duration_s / 60
+    console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({escape(plan.duration_note)})"
+                                                                  if plan.duration_note else ""))
+    where = f" in {escape(plan.source_file)}" if plan.source_file else ""
+    errors = sum(1 for item in plan.checks if item.level == "error")
+    console.print("[green]plan ok[/]" if plan.ok else
+                  f"[bold red]plan has {errors} error(s){where}: fix them before `harness run`[/]", highlight=False)

@@ -1,0 +1,331 @@
+"""``harness run``: checks, then each arm in order on a fresh server, then the summary and reports.
+
+An arm that fails to start or dies mid-step is recorded as ``failed`` and the run goes on — unless it is the baseline
+(exit 4). An arm that fails because of the harness itself (results disk full, the load generator died, an unexpected
+error) is journaled with ``cause: harness`` and stops the run (exit 4); ``--resume`` redoes it on a fresh server.
+Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes; a second
+signal forces the stop (servers killed at once), is journaled the same way, and exits 4 too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.config import Scenario, ScenarioError, load_scenario
+from harness.config.loader import scenario_hash
+from harness.host.facts import HostFacts
+from harness.plan.checks.runner import has_errors, run_checks
+from harness.plan.validate.gate import validation_gate
+from harness.plan.validate.runner import ValidateOptions
+from harness.run.arm import ArmInterrupted, ArmResult, ArmRunner
+from harness.run.context import RunContext
+from harness.run.manifest import new_manifest
+from harness.run.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
+from harness.run.signals import cancel_on_signals
+from harness.rundir import journal
+from harness.rundir.layout import RunDir, new_run_id
+from harness.schema.summary import CheckItem, Summary
+from harness.secrets.redact import secret_values
+
+EXIT_INTERRUPTED = 4
+EXIT_FAILED = 4
+EXIT_BAD_INPUT = 2
+
+
+@dataclass
+class RunOptions:
+    """Options of ``harness run``."""
+
+    out_dir: Path = Path("results")
+    only: list[str] | None = None
+    resume: Path | None = None
+    allow_unpinned: bool = False
+    overrides: tuple[str, ...] = ()
+    host: HostFacts | None = None
+    write_reports: bool = True
+    validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
+
+
+@dataclass
+class RunResult:
+    """What the run produced."""
+
+    run_dir: Path | None
+    exit_code: int
+    summary: Summary | None = None
+    checks: list[CheckItem] | None = None
+    message: str = ""
+
+
+class BadRunInput(Exception):
+    """Bad input discovered before anything was launched (exit 2)."""
+
+
+def _completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
+    """Arms finished (completed, or failed because of the server) and completed step counts of unfinished arms,
+    from the journals (an arm the harness's own failure stopped is not finished: it is redone)."""
+    from harness.rundir.resume import finished_arms
+
+    finished = finished_arms(journal.read(run.root / "arms.jsonl"))
+    steps: dict[str, int] = {}
+    for e in journal.read(run.steps):
+        if e.get("warmup") or e.get("partial") or e.get("drill") or int(e.get("step", -1)) < 0:
+            continue
+        steps[e["arm"]] = max(steps.get(e["arm"], 0), int(e["step"]) + 1)
+    return finished, steps
+
+
+def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, RunDir, str, dict[str, Any]]:
+    if opts.resume is not None:
+        run = RunDir(opts.resume)
+        if not run.scenario.is_file() or not run.manifest.is_file():
+            raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
+        scenario = load_recorded_scenario(run.scenario)  # secrets by name: they must be in the environment
+        manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
+        return scenario, run, str(manifest["run_id"]), manifest
+    assert scenario_path is not None
+    scenario = resolve_flag_references(load_scenario(scenario_path, opts.overrides))
+    if opts.only:
+        unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
+        if unknown:
+            raise BadRunInput(f"--only: no arm named {', '.join(unknown)}; arms: "
+                              f"{', '.join(a.name for a in scenario.arms)}")
+    run_id = new_run_id(scenario.name)
+    run = RunDir(opts.out_dir / run_id).create()
+    (run.root / "scenario.yaml").write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
+    manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
+    manifest["only"] = opts.only
+    journal.write_json_atomic(run.manifest, manifest)
+    return scenario, run, run_id, manifest
+
+
+_FILE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EFBIG}
+
+
+def _is_file_error(exc: OSError) -> bool:
+    """A failure to write the run directory (not, say, a connection error escaping from a library)."""
+    return exc.errno in _FILE_ERRNOS or exc.filename is not None
+
+
+def _write_failure(exc: OSError, run_dir: Path | None) -> RunResult:
+    """A run that could not write its results (disk full, read-only, gone): one clear message, exit 4."""
+    what = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    head = "cannot write the run's results" + (" (the disk is full)" if full else "") \
+        if exc.errno in _FILE_ERRNOS else "a file operation of the run failed"
+    where = (f"; what was written so far stays in {run_dir}: {'free space' if full else 'fix that'}, then "
+             f"`harness run --resume {run_dir}` or `harness report {run_dir}`") if run_dir is not None else ""
+    return RunResult(run_dir, EXIT_FAILED, message=f"{head}: {what}{where}")
+
+
+def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = print,
+                cancel: threading.Event | None = None) -> RunResult:
+    """Run (or resume) a rollout; never raises for bad input, server failures or a results disk that fills up."""
+    try:
+        scenario, run, run_id, manifest = _prepare(scenario_path, opts)
+    except (ScenarioError, BadRunInput) as exc:
+        return RunResult(None, EXIT_BAD_INPUT, message=str(exc))
+    except OSError as exc:
+        if not _is_file_error(exc):
+            raise
+        return _write_failure(exc, None)
+    try:
+        return _run_prepared(scenario, run, run_id, manifest, opts, say=say, cancel=cancel)
+    except OSError as exc:
+        if not _is_file_error(exc):
+            raise
+        return _write_failure(exc, run.root)
+    except KeyboardInterrupt:  # Ctrl-C outside the arms (checks, validation, the reports): nothing is left running
+        return RunResult(run.root, EXIT_INTERRUPTED, message=f"interrupted; what was measured stays in {run.root}: "
+                         f"`harness run --resume {run.root}` continues it (`harness report {run.root}` rebuilds "
+                         "the reports)")
+
+
+def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[str, Any], opts: RunOptions, *,
+                  say: Any, cancel: threading.Event | None) -> RunResult:
+    checks = run_checks(scenario, host=opts.host, mode="run", allow_unpinned=opts.allow_unpinned)
+    journal.write_json_atomic(run.root / "checks.json", [c.model_dump() for c in checks])
+    if has_errors(checks):
+        errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
+                           for c in checks if c.level == "error")
+        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
+    problem = _workload_problem(scenario, _scenario_dir(manifest))
+    if problem is not None:
+        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+    if opts.validate is not None:
+        items, problem = validation_gate(scenario, opts.validate, run.root, say)
+        checks += items
+        if problem is not None:
+            return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+    ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
+                     secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
+                     scenario_dir=_scenario_dir(manifest))
+    only = set(manifest.get("only") or opts.only or [a.name for a in scenario.arms])
+    finished, done_steps = _completed_state(run)
+    if opts.resume is not None:
+        manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
+        ctx.save_manifest()
+    results: list[ArmResult] = []
+    from harness.load import prewarm_runner, shutdown_runners
+
+    prewarm_runner()
+    try:
+        outcome = _run_arms(ctx, scenario, only, finished, done_steps, results, cancel, checks)
+    finally:
+        shutdown_runners()
+    if outcome is not None:
+        return outcome
+    return finish(run, opts, say=say, checks=checks)
+
+
+def _scenario_dir(manifest: dict[str, Any]) -> Path:
+    """Relative paths in a scenario (a trace file) are relative to the scenario file's directory."""
+    source = manifest.get("scenario_file")
+    return Path(source).resolve().parent if source else Path.cwd()
+
+
+def _workload_problem(scenario: Scenario, base_dir: Path) -> str | None:
+    """Build every step's request plan before any server starts, so bad workload input fails fast (exit 2)."""
+    from harness.workload.plan import LoadConfigError, build_request_plan
+    from harness.workload.replay import TraceLoadError
+
+    for index, level in enumerate(scenario.steps.levels):
+        try:
+            build_request_plan(scenario.workload, level, step_index=index, max_model_len=scenario.engine.max_model_len,
+                       base_dir=base_dir)
+        except (LoadConfigError, TraceLoadError) as exc:
+            return f"workload (steps.levels[{index}]): {exc}"
+    return None
+
+
+def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set[str], done_steps: dict[str, int],
+              results: list[ArmResult], cancel: threading.Event | None,
+              checks: list[CheckItem]) -> RunResult | None:
+    """Each arm in order; returns a result only when the run stops early (interrupted)."""
+    with cancel_on_signals(cancel or ctx.cancel) as ev:
+        ctx.cancel = ev
+        for index, arm in enumerate(scenario.arms):
+            if arm.name not in only and index != 0:
+                continue
+            if arm.name in finished:
+                continue
+            outcome = _attempt_arm(ctx, ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0)), checks,
+                                   f"arm {arm.name}")
+            if isinstance(outcome, RunResult):
+                return outcome
+            results.append(outcome)
+            if outcome.status == "failed" and index == 0:
+                ctx.say("the baseline failed: no comparison is possible; stopping")
+                return None
+        return _run_noise_floor(ctx, scenario, finished, done_steps, checks)
+    return None
+
+
+def _attempt_arm(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], what: str) -> ArmResult | RunResult:
+    """One arm; a :class:`RunResult` when the run stops here (interrupted, a forced stop, the harness's own
+    failure), each journaled so that ``--resume`` redoes the arm."""
+    root = ctx.run.root
+    resume = f"`harness run --resume {root}`"
+    try:
+        try:
+            result = runner.run()
+        except ArmInterrupted:
+            ctx.record_arm(runner.arm.name, "interrupted")
+            ctx.say(f"interrupted: every server stopped; resume with {resume}")
+            return RunResult(root, EXIT_INTERRUPTED, checks=checks,
+                             message=f"interrupted during {what}; resume with {resume}")
+    except KeyboardInterrupt:  # the second Ctrl-C / SIGTERM (harness.run.signals): force the stop
+        return _forced_stop(ctx, runner, checks, what)
+    if result.status == "failed" and result.cause == "harness":
+        return RunResult(root, EXIT_FAILED, checks=checks, message=_harness_failure(result, what, root))
+    return result
+
+
+def _harness_failure(result: ArmResult, what: str, root: Path) -> str:
+    """The message of an arm the harness's own failure stopped (the disk filling up said as such)."""
+    why = str((result.failure or {}).get("message", "unknown"))
+    then = (f"`harness run --resume {root}` redoes {result.arm} (the harness's failure, not the server's or the "
+            f"tier's) or `harness report {root}`")
+    if any(os.strerror(code) in why for code in (errno.ENOSPC, errno.EDQUOT)):
+        return (f"cannot write the run's results (the disk is full): {why}; what was written so far stays in {root}: "
+                f"free space, then {then}")
+    return f"the harness itself failed during {what} (not the server, not the tier): {why}; " \
+        f"what was measured stays in {root}: fix that, then {then}"
+
+
+def _forced_stop(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], what: str) -> RunResult:
+    """Stop the arm's server at once, journal the arm as interrupted, say so; exit 4 like a first interrupt."""
+    try:
+        gone = runner.force_stop()
+    except Exception:  # a stop that fails must not hide the message below
+        gone = False
+    with contextlib.suppress(OSError):
+        ctx.record_arm(runner.arm.name, "interrupted", forced=True)
+    if runner.arm.server is not None:  # an external deployment: the harness never stops it
+        servers = f"the external server of {runner.arm.name} was left running"
+    else:
+        servers = ("servers stopped" if gone
+                   else f"the server of {runner.arm.name} may still run: `harness cleanup --all-stale`")
+    message = (f"second interrupt: forced stop during {what}; {servers}; resume with "
+               f"`harness run --resume {ctx.run.root}`")
+    ctx.say(message)
+    return RunResult(ctx.run.root, EXIT_INTERRUPTED, checks=checks, message=message)
+
+
+def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], done_steps: dict[str, int],
+                     checks: list[CheckItem]) -> RunResult | None:
+    """The baseline's configuration again, last (A/A), when ``rules.noise_floor.rerun_baseline`` asks for it."""
+    from harness.decision.noise_floor import aa_name
+
+    if not scenario.rules.noise_floor.rerun_baseline:
+        return None
+    base = scenario.arms[0]
+    rerun = base.model_copy(update={"name": aa_name(base.name)})
+    if rerun.name in finished:
+        return None
+    ctx.say(f"[{rerun.name}] re-running the baseline's configuration to measure the noise floor (A/A)")
+    outcome = _attempt_arm(ctx, ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0)), checks,
+                           "the A/A re-run")
+    return outcome if isinstance(outcome, RunResult) else None
+
+
+def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[CheckItem] | None = None) -> RunResult:
+    """Build requests.parquet, summary.json and the reports from the run directory."""
+    from harness.decision.summarize import rebuild_summary
+    from harness.rundir.parts import build_requests_parquet
+
+    build_requests_parquet(run.root)
+    summary = rebuild_summary(run.root)
+    if opts.write_reports:
+        from harness.report.writers import render_run
+
+        render_run(run.root, summary)
+        _rebuild_index(run.root.parent, say)
+    else:
+        from harness.report.writers import summary_json_text
+
+        run.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
+    return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
+                     message=f"verdict {summary.verdict}: {summary.verdict_reason}")
+
+
+def _rebuild_index(results_dir: Path, say: Any) -> None:
+    """Refresh results/index.html; a failure (a corrupt sibling run, a full disk) is a warning, never the exit code."""
+    from harness.report.index import refresh_index
+
+    problem = refresh_index(results_dir)
+    if problem is not None:
+        say(f"warning: {problem}")
+
+
+def copy_run(src: Path, dst: Path) -> None:
+    """Copy a run directory (used by tests of `harness report` reproducibility)."""
+    shutil.copytree(src, dst)

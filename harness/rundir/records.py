@@ -1,0 +1,78 @@
+"""The per-request record: what the load generator writes and the analysis reads (one row per request).
+
+Clocks: every ``*_ns`` field is ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on Linux, shared by all processes on a
+host) unless its name ends in ``_wall_ns`` (``time.time_ns()``, only for lining requests up with scrapes).
+Raw chunk arrival times are kept; TTFT and inter-token latency are computed afterwards
+(:func:`harness.rundir.records.derived_latencies`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import pyarrow as pa
+
+ErrorKind = Literal[
+    "timeout", "connection", "http_5xx", "http_4xx", "malformed_stream", "incomplete", "stalled", "cancelled",
+]
+ERROR_KINDS: tuple[str, ...] = ("timeout", "connection", "http_5xx", "http_4xx", "malformed_stream", "incomplete",
+                                "stalled", "cancelled")
+WARMUP_STEP = -1
+
+
+@dataclass
+class RequestRecord:
+    """One request as sent and as observed by the client."""
+
+    arm: str
+    step: int  # index into steps.levels; WARMUP_STEP (-1) for warm-up, -2.. for drills
+    step_label: str
+    concurrency: int | None
+    rate_rps: float | None
+    user: int
+    request_id: str
+    request_class: str
+    prefix_family: str | None
+    session_id: str | None
+    turn: int | None
+    api: str
+    planned_send_ns: int
+    send_ns: int
+    send_wall_ns: int
+    first_byte_ns: int | None = None
+    first_token_ns: int | None = None
+    end_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)  # arrival time of every content chunk, first included
+    prompt_tokens_target: int = 0
+    output_tokens_target: int = 0
+    prompt_tokens: int | None = None  # from usage
+    output_tokens: int | None = None  # from usage (or chunk count when usage is absent)
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens; None when not reported
+    http_status: int | None = None
+    error_kind: str | None = None
+    error_detail: str | None = None
+    response_id: str | None = None
+    hash_ids: list[int] = field(default_factory=list)  # chained block hashes of the planned prompt
+    hash_block_tokens: int = 0
+    drill: str | None = None
+    drill_phase: str | None = None
+    attempt: int = 1  # per arm and step: 1 for the first try, 2 for the redo after a resume, ... (rundir.attempts)
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict for Arrow/JSON."""
+        return asdict(self)
+
+
+SCHEMA = pa.schema([
+    ("arm", pa.string()), ("step", pa.int32()), ("step_label", pa.string()), ("concurrency", pa.int32()),
+    ("rate_rps", pa.float64()), ("user", pa.int32()), ("request_id", pa.string()), ("request_class", pa.string()),
+    ("prefix_family", pa.string()), ("session_id", pa.string()), ("turn", pa.int32()), ("api", pa.string()),
+    ("planned_send_ns", pa.int64()), ("send_ns", pa.int64()), ("send_wall_ns", pa.int64()),
+    ("first_byte_ns", pa.int64()), ("first_token_ns", pa.int64()), ("end_ns", pa.int64()),
+    ("chunk_ns", pa.list_(pa.int64())), ("prompt_tokens_target", pa.int32()), ("output_tokens_target", pa.int32()),
+    ("prompt_tokens", pa.int32()), ("output_tokens", pa.int32()), ("cached_tokens", pa.int32()),
+    ("http_status", pa.int32()), ("error_kind", pa.string()), ("error_detail", pa.string()),
+    ("response_id", pa.string()), ("hash_ids", pa.list_(pa.int64())), ("hash_block_tokens", pa.int32()),
+    ("drill", pa.string()), ("drill_phase", pa.string()), ("attempt", pa.int32()),
+])

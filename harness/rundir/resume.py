@@ -1,0 +1,66 @@
+"""What a run directory's journals say is left to do: which arms ended for good, and each step's next attempt.
+
+An arm's outcome is its last terminal event in ``arms.jsonl`` (``completed``, ``failed``, ``interrupted``). A
+``failed`` event carries a ``cause``:
+
+* ``server`` — the server could not start, did not become ready, died, or the engine refused the arm's config: the
+  arm is judged ``failed`` (could not be judged) and ``--resume`` leaves it as it is;
+* ``harness`` — the harness's own failure (the results disk filled up, the load generator died or could not write
+  its records, an unexpected error): it is never blamed on the tier, and ``--resume`` redoes the arm on a fresh
+  server.
+
+A ``failed`` event written before causes existed reads as ``server``, unless its message is one the load generator's
+own failures wrote then. Each start of a step is journaled as an ``attempt`` event (arm, step, attempt), which numbers
+the next try (see :mod:`harness.rundir.attempts`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from harness.rundir.attempts import entry_attempt
+
+Cause = Literal["server", "harness"]
+TERMINAL = ("completed", "failed", "interrupted")
+ATTEMPT_EVENT = "attempt"
+# What the load generator's own failures said before ``cause`` was journaled (old run directories).
+_HARNESS_MESSAGES = ("load runner failed:", "the load generator died without an outcome",
+                     "load worker(s) stopped responding")
+
+
+def failure_cause(event: Mapping[str, Any]) -> Cause:
+    """The cause of a ``failed`` event (``server`` for old events, unless the load generator's own failure)."""
+    cause = event.get("cause")
+    if cause == "harness":
+        return "harness"
+    if cause == "server":
+        return "server"
+    failure = event.get("failure")
+    message = str(failure.get("message", "")) if isinstance(failure, Mapping) else ""
+    return "harness" if any(m in message for m in _HARNESS_MESSAGES) else "server"
+
+
+def arm_outcomes(events: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The last terminal event of every arm that has one."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for e in events:
+        if e.get("event") in TERMINAL and isinstance(e.get("arm"), str):
+            out[str(e["arm"])] = e
+    return out
+
+
+def finished_arms(events: Iterable[Mapping[str, Any]]) -> set[str]:
+    """Arms ``--resume`` leaves as they are: completed, or failed because of the server."""
+    return {arm for arm, e in arm_outcomes(events).items()
+            if e.get("event") == "completed" or (e.get("event") == "failed" and failure_cause(e) == "server")}
+
+
+def next_attempt(events: Iterable[Mapping[str, Any]], arm: str, step: int, *, earlier_records: bool) -> int:
+    """The number of the next try of ``arm``'s ``step``: one more than the journaled attempts; 2 where records of
+    the step exist from before attempts were journaled (``earlier_records``)."""
+    prior = max((entry_attempt(e) for e in events if e.get("event") == ATTEMPT_EVENT and e.get("arm") == arm
+                 and e.get("step") == step), default=0)
+    if prior == 0 and earlier_records:
+        prior = 1
+    return prior + 1

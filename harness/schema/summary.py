@@ -1,0 +1,417 @@
+"""``summary.json``: the run's outcome as data. The rollout writes it; every report is rendered from it.
+
+Field names follow ``shared/DESIGN.md``: ``verdict``, ``recommended_arm``, per arm ``name``, ``tier``, ``decision``
+(``baseline|go|hold|no-go|failed``), ``reasons`` (sentences with the numbers), and per step ``concurrency``,
+``requests``, ``errors``, ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` percentiles, ``output_tokens_per_s``, ``hit_tokens``
+by source. A value that could not be measured is ``null`` and named in ``missing``; it is never 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+
+from harness.schema.host_telemetry import HostStep
+from harness.schema.tier_health import TierHealth
+
+SCHEMA_VERSION = 2
+Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
+Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
+EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QuantileCI(_Model):
+    """A percentile's confidence interval (see :mod:`harness.stats.intervals`).
+
+    ``lo``/``hi`` None: the sample cannot bound the percentile on that side; ``resolved`` only when both ends
+    exist. ``n`` is the sample size the interval was computed for (for inter-token gaps, the requests)."""
+
+    lo: float | None = None
+    hi: float | None = None
+    resolved: bool = False
+    n: int = 0
+    note: str | None = None
+
+
+class RatioCI(_Model):
+    """A ratio between two arms (or an A/A pair) with its confidence interval; unresolved when either side's
+    percentile is, or the samples are too few."""
+
+    ratio: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    resolved: bool = False
+    confidence: float = 0.95
+    method: str = ""
+    note: str | None = None
+
+
+class Percentiles(_Model):
+    """Latency percentiles in milliseconds (None when there were no samples), each with its interval."""
+
+    p50: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    mean: float | None = None
+    count: int = 0
+    p50_ci: QuantileCI | None = None
+    p95_ci: QuantileCI | None = None
+    p99_ci: QuantileCI | None = None
+    confidence: float | None = None
+    method: str | None = None
+
+    def ci(self, pct: str) -> QuantileCI | None:
+        """The interval of ``p50`` / ``p95`` / ``p99``."""
+        value = getattr(self, f"{pct}_ci", None)
+        return value if isinstance(value, QuantileCI) else None
+
+    def resolved(self, pct: str) -> bool:
+        """True when the percentile's interval has both ends inside the sample."""
+        ci = self.ci(pct)
+        return ci is not None and ci.resolved
+
+
+class HitTokens(_Model):
+    """Prompt tokens by where their KV came from, over one step (counter deltas from the server)."""
+
+    gpu: int | None = None
+    cpu: int | None = None
+    disk: int | None = None
+    miss: int | None = None  # recomputed
+    prompt: int | None = None
+    cached: int | None = None  # hit tokens from any tier (the only figure when an engine does not split by tier)
+    source: Literal["server", "client", "none"] = "server"
+    missing: list[str] = Field(default_factory=list)  # series looked for and not found
+
+    def hit_rate(self) -> float | None:
+        """Share of prompt tokens served from any cache tier, or None if unknown."""
+        parts = [self.gpu, self.cpu, self.disk, self.miss]
+        if any(p is None for p in parts):
+            if self.cached is not None and self.miss is not None and self.cached + self.miss > 0:
+                return self.cached / (self.cached + self.miss)
+            return None
+        total = sum(p for p in parts if p is not None)
+        return None if total == 0 else (total - (self.miss or 0)) / total
+
+
+class ServerStep(_Model):
+    """Server-side figures for one step (from scraped metrics); None = series missing."""
+
+    ttft_ms: Percentiles | None = None
+    itl_ms: Percentiles | None = None
+    kv_usage_max: float | None = None
+    # vLLM's kv_offload_cpu_cache_usage_perc: the share of CPU-tier chunks pinned by in-flight transfers, NOT fullness
+    cpu_tier_pinned_max: float | None = Field(default=None, validation_alias=AliasChoices(
+        "cpu_tier_pinned_max", "cpu_tier_usage_max"))  # older summaries called it cpu_tier_usage_max
+    cpu_tier_fill_max: float | None = None  # how full the host tier is, where the engine says (TensorRT-LLM)
+    preemptions: float | None = None
+    running_max: float | None = None
+    waiting_max: float | None = None
+    offload_store_bytes: float | None = None
+    offload_load_bytes: float | None = None
+    disk_read_bytes: float | None = None
+    disk_write_bytes: float | None = None
+    scrapes: int = 0
+    scrape_errors: int = 0
+    missing: list[str] = Field(default_factory=list)
+    tier_health: TierHealth = Field(default_factory=TierHealth)
+
+
+class LoadProcessHealth(_Model):
+    """One load process's own state during a step (a local worker, or a worker on another machine)."""
+
+    rank: int = 0
+    host: str = ""
+    remote: bool = False  # joined the master from outside (``harness load-worker``)
+    requests: int = 0
+    cpu_percent: float | None = None  # 100 = one core
+    send_lag_ms_p50: float | None = None
+    send_lag_ms_p99: float | None = None
+    saturated: bool = False
+
+
+class ClientHealth(_Model):
+    """The load generator's own state during a step, and the processes and machines that drove it."""
+
+    cpu_percent: float | None = None
+    send_lag_ms_p50: float | None = None
+    send_lag_ms_p99: float | None = None
+    saturated: bool = False
+    note: str | None = None
+    processes: int = 1  # load processes that sent this step's requests
+    machines: int = 1  # distinct hosts among them
+    remote_processes: int = 0
+    per_process: list[LoadProcessHealth] = Field(default_factory=list)
+    layout_note: str | None = None  # why this step used more processes than the one before (processes: auto)
+    plan_fingerprint: str | None = None  # the request plan the step ran (the same whatever the process count)
+
+
+class HitClassLatency(_Model):
+    """TTFT for requests of one hit class (from per-request cached_tokens)."""
+
+    hit_class: str  # mostly-cached | partial | recomputed
+    requests: int
+    ttft_ms: Percentiles
+
+
+class StepSummary(_Model):
+    """One load level inside an arm."""
+
+    index: int
+    label: str
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    duration_s: float = 0.0
+    requests: int = 0
+    errors: int = 0
+    error_rate: float = 0.0
+    errors_by_kind: dict[str, int] = Field(default_factory=dict)
+    ttft_ms: Percentiles = Field(default_factory=Percentiles)
+    itl_ms: Percentiles = Field(default_factory=Percentiles)
+    e2e_ms: Percentiles = Field(default_factory=Percentiles)
+    output_tokens_per_s: float | None = None
+    request_rate: float | None = None
+    goodput: float | None = None  # share of requests inside all SLOs
+    hit_tokens: HitTokens = Field(default_factory=HitTokens)
+    client_cached_tokens: int | None = None  # sum of usage.cached_tokens
+    ttft_by_hit_class: list[HitClassLatency] = Field(default_factory=list)
+    server: ServerStep = Field(default_factory=ServerStep)
+    client: ClientHealth = Field(default_factory=ClientHealth)
+    host: HostStep | None = None  # host telemetry while the step ran (None: not sampled)
+    planned_duration_s: float | None = None  # the step's fixed horizon
+    ended_early: bool = False  # a sequential step stopped once its decision was settled
+    stop_reason: str | None = None
+
+
+class WindowPoint(_Model):
+    """Windowed percentiles over time inside an arm (for rollback rules and the timeline chart)."""
+
+    step: int
+    start_s: float  # seconds since the arm's first step started
+    end_s: float
+    requests: int
+    ttft_p99_ms: float | None = None
+    itl_p99_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    ttft_p99_ci: QuantileCI | None = None
+    itl_p99_ci: QuantileCI | None = None
+    e2e_p99_ci: QuantileCI | None = None
+    breached: list[str] = Field(default_factory=list)  # rule labels with a resolved breach in this window
+    unresolved: list[str] = Field(default_factory=list)  # rule labels this window could not judge
+
+
+class RuleResult(_Model):
+    """One rule's outcome for one arm."""
+
+    rule: str
+    kind: Literal["budget", "regression", "earns_keep", "drill", "errors", "causal", "fit", "noise_floor",
+                  "tier_health"]
+    status: Literal["pass", "breach", "unresolved", "not-applicable"]
+    critical: bool = False
+    dry_run: bool = False
+    step: int | None = None
+    message: str
+    interval: RatioCI | None = None  # the evidence, where the rule compares arms
+    threshold: float | None = None  # what the interval was compared with
+    shared_with_baseline: bool = False  # a budget breach the baseline shares (the SLO's problem, not the tier's)
+
+
+class LaunchRecord(_Model):
+    """How the arm's server was started (secrets redacted)."""
+
+    command: str
+    image: str | None = None
+    image_digest: str | None = None
+    launcher: str
+    config_files: dict[str, str] = Field(default_factory=dict)
+    env_keys: list[str] = Field(default_factory=list)
+    compose_file: str | None = None
+
+
+class ArmFailure(_Model):
+    """Why an arm failed (start-up error, death mid-step, harness error) with the server's last log lines."""
+
+    phase: Literal["start", "readiness", "live-config", "step", "drill", "harness"]
+    message: str
+    log_tail: list[str] = Field(default_factory=list)
+
+
+class DrillPhase(_Model):
+    """Errors, TTFT p99 and hit sources in one phase of a drill."""
+
+    phase: Literal["before", "during", "after"]
+    requests: int = 0
+    errors: int = 0
+    ttft_p99_ms: float | None = None
+    hit_tokens: HitTokens = Field(default_factory=HitTokens)
+
+
+class DrillResult(_Model):
+    """One tier drill."""
+
+    kind: str
+    arm: str
+    status: Literal["pass", "fail", "skipped", "error"]
+    message: str
+    phases: list[DrillPhase] = Field(default_factory=list)
+    details: dict[str, float | int | str | None] = Field(default_factory=dict)
+
+
+class ArmSummary(_Model):
+    """One arm's outcome."""
+
+    name: str
+    tier: Literal["gpu-only", "cpu", "tiered"]
+    decision: Decision
+    reasons: list[str] = Field(default_factory=list)
+    cpu_tier_bytes: int = 0
+    disk_tier_dirs: list[str] = Field(default_factory=list)
+    launch: LaunchRecord | None = None
+    steps: list[StepSummary] = Field(default_factory=list)
+    rules: list[RuleResult] = Field(default_factory=list)
+    windows: list[WindowPoint] = Field(default_factory=list)
+    failure: ArmFailure | None = None
+
+
+class NoiseFloorItem(_Model):
+    """The baseline against its own re-run (A/A) at one step and measure."""
+
+    step: int
+    measure: str
+    interval: RatioCI
+
+
+class NoiseFloor(_Model):
+    """Run-to-run drift measured by re-running the baseline at the end (A/A); effects inside it do not decide."""
+
+    arm: str  # the re-run arm's name
+    items: list[NoiseFloorItem] = Field(default_factory=list)
+    steps: list[StepSummary] = Field(default_factory=list)  # the re-run's own step figures
+    factor: float | None = None  # the largest A/A distance from 1 (as a ratio >= 1) over every step
+    per_step: dict[int, float] = Field(default_factory=dict)  # step index -> that step's largest A/A distance
+    message: str = ""
+
+
+class LoadTime(_Model):
+    """Load seconds used by measured steps against their fixed horizon (sequential steps end early)."""
+
+    planned_s: float = 0.0
+    used_s: float = 0.0
+    steps_ended_early: int = 0
+    steps: int = 0
+
+    @property
+    def saved_share(self) -> float:
+        return 0.0 if self.planned_s <= 0 else max(0.0, 1.0 - self.used_s / self.planned_s)
+
+
+class Statistics(_Model):
+    """How the figures' intervals and the rules' tests were computed."""
+
+    confidence: float = 0.95
+    alpha: float = 0.05
+    quantile_method: str = ""
+    ratio_method: str = ""
+    multiplicity: str = ""
+    sequential: str | None = None
+
+
+class CheckItem(_Model):
+    """A pre-flight check result (from ``harness plan``)."""
+
+    name: str
+    level: Literal["ok", "warn", "error"]
+    message: str
+    arm: str | None = None
+
+
+class FitItem(_Model):
+    """One item of the 'is offload the wrong optimisation?' screen."""
+
+    name: str
+    status: Literal["pass", "warn", "unknown"]
+    evidence: str
+
+
+class CapacityProbe(_Model):
+    """One probe of the capacity search: its load, sample and percentile interval against the budget."""
+
+    step: int  # its steps.jsonl index (harness.decision.capacity.probe_index)
+    label: str
+    load: float
+    requests: int = 0
+    errors: int = 0
+    n: int = 0  # samples of the percentile (ITL: the requests)
+    duration_s: float = 0.0
+    value_ms: float | None = None
+    ci: QuantileCI | None = None
+    outcome: Literal["meets", "breaks", "unresolved"]
+    extended: bool = False  # the re-run of an unresolved probe, longer
+    reason: str = ""
+    client_saturated: bool = False  # the load generator could not keep up: latencies include client delay
+
+
+class CapacityArm(_Model):
+    """One arm's capacity at the SLO: the highest probed load whose percentile interval met the budget."""
+
+    arm: str
+    status: Literal["found", "at-least-high", "none-met", "not-run"]
+    capacity: float | None = None  # None: no probed load met
+    not_met: float | None = None  # the lowest probed load that did not meet
+    complete: bool = False  # the bracket reached the resolution (or an end of the range)
+    message: str = ""
+    probes: list[CapacityProbe] = Field(default_factory=list)
+
+
+class CapacitySection(_Model):
+    """Capacity at SLO (``steps.search``): per arm and tier against baseline. It informs; the verdict's rules do not
+    read it."""
+
+    metric: str
+    percentile: float
+    budget_ms: float
+    kind: Literal["concurrency", "rate"]
+    low: float
+    high: float
+    confidence: float = 0.95
+    arms: list[CapacityArm] = Field(default_factory=list)
+    comparison: list[str] = Field(default_factory=list)  # tier against baseline, in words
+    note: str = ""
+
+
+class Summary(_Model):
+    """The whole run."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    scenario: str
+    scenario_hash: str
+    engine: str
+    model: str
+    simulated: bool
+    verdict: Verdict
+    recommended_arm: str | None
+    exit_code: int
+    verdict_reason: str
+    started_at: str
+    finished_at: str
+    caches_carry_over_between_steps: bool = True
+    slo: dict[str, float | None] = Field(default_factory=dict)
+    arms: list[ArmSummary]
+    fit_screen: list[FitItem] = Field(default_factory=list)
+    checks: list[CheckItem] = Field(default_factory=list)
+    drills: list[DrillResult] = Field(default_factory=list)
+    noise_floor: NoiseFloor | None = None
+    capacity: CapacitySection | None = None  # steps.search: informs, never changes the verdict
+    load_time: LoadTime = Field(default_factory=LoadTime)
+    statistics: Statistics = Field(default_factory=Statistics)
+    warnings: list[str] = Field(default_factory=list)
+    missing_metrics: list[str] = Field(default_factory=list)
+    host: dict[str, str | int | float | None] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)  # name -> path relative to the run directory

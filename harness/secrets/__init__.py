@@ -1,0 +1,3 @@
+"""What counts as a secret and how it is masked: secret-looking flags on command lines (:mod:`.flags`) and the redactor
+for text, environments and logs (:mod:`.redact`).
+"""

@@ -1,4 +1,0 @@
-"""Scripts sent as text to an engine's own interpreter (``python3 -c``) by :mod:`harness.validate`.
-
-They import only the standard library and the engine: they never import the harness.
-"""
