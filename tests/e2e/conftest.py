@@ -11,7 +11,7 @@ import pytest
 from docker import DockerClient
 from e2e_support import PROCESSES_BEFORE, SIM_IMAGE, server_processes
 
-from harness.launch.docker_host import DockerUnavailable, connect
+from harness.host.docker_host import DockerUnavailable, connect
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 from docker import DockerClient
 
-from harness.launch.base import OWNER_LABEL, RUN_LABEL
+from harness.host.labels import OWNER_LABEL, RUN_LABEL
 
 REPO = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO / ".e2e"

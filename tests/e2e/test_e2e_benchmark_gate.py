@@ -11,7 +11,7 @@ import pytest
 from docker import DockerClient
 from e2e_support import REPO
 
-from harness.launch.docker_host import gpu_runtime_available
+from harness.host.docker_host import gpu_runtime_available
 
 pytestmark = pytest.mark.e2e
 

@@ -16,9 +16,10 @@ from docker.errors import NotFound
 from e2e_support import labelled
 
 from harness.engines.spec import ConfigFile, LaunchSpec, Volume
-from harness.launch.base import ARM_LABEL, DISK_TIER_MARKER, OWNER_LABEL, RUN_LABEL, LaunchContext, LaunchError
+from harness.host.docker_host import gpu_runtime_available
+from harness.host.labels import ARM_LABEL, DISK_TIER_MARKER, OWNER_LABEL, RUN_LABEL
+from harness.launch.base import LaunchContext, LaunchError
 from harness.launch.docker import DockerLauncher
-from harness.launch.docker_host import gpu_runtime_available
 from harness.launch.readiness import wait_ready
 
 pytestmark = pytest.mark.e2e

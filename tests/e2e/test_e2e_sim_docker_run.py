@@ -15,8 +15,8 @@ import pytest
 from docker import DockerClient
 from e2e_support import HARNESS, REPO, labelled, run_harness
 
-from harness.launch.base import RUN_LABEL
-from harness.launch.cleanup import remove_labelled_containers
+from harness.host.labels import RUN_LABEL
+from harness.launch.containers import remove_labelled_containers
 
 pytestmark = pytest.mark.e2e
 SCENARIO = REPO / "scenarios" / "sim-docker.yaml"

@@ -26,11 +26,11 @@ import typer
 from hostile_server import HostileServer, hostile
 from typer.testing import CliRunner
 
+from harness.core.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES, SSE_LINE_MAX_BYTES
 from harness.engines.spec import MetricsEndpoint
 from harness.launch.base import LaunchError
 from harness.launch.readiness import wait_ready
 from harness.load.probe import CHECKS, probe_command
-from harness.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES, SSE_LINE_MAX_BYTES
 from harness.scrape.rawlog import read_raw_scrapes
 from harness.scrape.scraper import Scraper
 

@@ -28,11 +28,10 @@ import pytest
 from rel_support import tiered_arm
 from typer.testing import CliRunner
 
-from harness import watchdog
-from harness.checks.disk_tier import DiskTierError, claim, clear_contents, ownership
 from harness.cli import app
-from harness.launch import pidfiles, state
-from harness.launch.base import DISK_TIER_MARKER
+from harness.host import pidfiles, state, watchdog
+from harness.host.disk_tier import DiskTierError, claim, clear_contents, ownership
+from harness.host.labels import DISK_TIER_MARKER
 from harness.load.runners import DIR_PREFIX, OWNER_FILE
 
 HARNESS = [sys.executable, "-m", "harness"]

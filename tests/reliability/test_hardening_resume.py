@@ -33,14 +33,14 @@ import pytest
 from rel_support import Progress
 from test_reliability_signals import ENV, EXIT_BY_VERDICT, _alive, _finished_requests
 
-from harness.attempts import counted_mask, superseded_mask
-from harness.load.parts import read_parts
-from harness.records import SCHEMA
-from harness.rollout import journal
-from harness.rollout.orchestrator import RunOptions, run_rollout
-from harness.rollout.resume_state import failure_cause, finished_arms, next_attempt
-from harness.rollout.signals import ForcedStop, cancel_on_signals
-from harness.rollout.summarize import rebuild_summary
+from harness.decision.summarize import rebuild_summary
+from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.signals import ForcedStop, cancel_on_signals
+from harness.rundir import journal
+from harness.rundir.attempts import counted_mask, superseded_mask
+from harness.rundir.parts import read_parts
+from harness.rundir.records import SCHEMA
+from harness.rundir.resume import failure_cause, finished_arms, next_attempt
 
 RUN_LIMIT_S = 90.0  # one fast run on a busy 2-core host (measured: 6-15 s)
 

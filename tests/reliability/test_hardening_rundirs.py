@@ -355,8 +355,8 @@ def test_unexpected_error_while_writing_a_report_is_exit_4(sim_run: dict[str, An
 
 
 def test_journal_reader_skips_only_a_torn_last_line(tmp_path: Path) -> None:
-    from harness.report.bounded_json import read_json_lines
-    from harness.report.errors import ReportInputError
+    from harness.rundir.bounded import read_json_lines
+    from harness.rundir.errors import ReportInputError
 
     path = tmp_path / "steps.jsonl"
     path.write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b', encoding="utf-8")  # a crash mid-append

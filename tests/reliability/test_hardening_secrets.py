@@ -34,8 +34,8 @@ from harness.config import load_scenario
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
 from harness.launch.compose import render_compose
-from harness.redact import MASK
-from harness.secret_flags import is_secret_flag, mask_argv
+from harness.secrets.flags import is_secret_flag, mask_argv
+from harness.secrets.redact import MASK
 
 RUN_LIMIT_S = 90.0  # the fast two-arm simulator run takes ~15 s here; the bound catches a hang, not a slow host
 PLAN_LIMIT_S = 20.0
@@ -93,7 +93,7 @@ def planted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
         spec = real(engine, arm, **kwargs)
         return spec.model_copy(update={"entrypoint": [sys.executable, str(wrapper), *spec.entrypoint]})
 
-    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", talkative)
+    monkeypatch.setattr("harness.run.arm_server.build_launch_spec", talkative)
     return values
 
 

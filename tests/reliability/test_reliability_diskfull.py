@@ -21,8 +21,8 @@ from rel_support import small_tmpfs
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.rollout import journal
-from harness.rollout.orchestrator import RunOptions, run_rollout
+from harness.run.orchestrator import RunOptions, run_rollout
+from harness.rundir import journal
 
 
 def _check_readable(run_dir: Path) -> None:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from rel_support import Progress, assert_no_new_children, child_pids, make_scenario
 
-from harness.launch.base import DISK_TIER_MARKER
-from harness.rollout.drill_impl import FILLER_NAME
-from harness.rollout.orchestrator import RunOptions, RunResult, run_rollout
-from harness.rollout.summarize import rebuild_summary
-from harness.summary import DrillResult
+from harness.decision.summarize import rebuild_summary
+from harness.host.labels import DISK_TIER_MARKER
+from harness.run.drill_actions import FILLER_NAME
+from harness.run.orchestrator import RunOptions, RunResult, run_rollout
+from harness.schema.summary import DrillResult
 
 DRILLS: list[dict[str, Any]] = [  # cache loss last: it empties the disk tier the others read from
     {"kind": "restart", "concurrency": 4, "before_s": 0, "during_s": 1.5, "after_s": 0},

@@ -17,9 +17,9 @@ from rel_support import Progress, admin_faults, tiered_arm
 from harness.config.steps import StepLevel
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
-from harness.rollout import journal
-from harness.rollout.orchestrator import RunOptions, run_rollout
-from harness.summary import ArmSummary
+from harness.run.orchestrator import RunOptions, run_rollout
+from harness.rundir import journal
+from harness.schema.summary import ArmSummary
 
 STEP_S = 1.5
 IDLE_S = 1.0
@@ -102,7 +102,7 @@ def test_connection_refused_at_start(scenario: Callable[..., Path], tmp_path: Pa
         spec = real(*args, **kwargs)
         return spec.model_copy(update={"entrypoint": ["sleep", "60"], "args": [], "readiness_timeout_s": 1.5})
 
-    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", never_listens)
+    monkeypatch.setattr("harness.run.arm_server.build_launch_spec", never_listens)
     path = scenario("refused", arms=("baseline",))
     result = run_rollout(path, RunOptions(out_dir=tmp_path / "results", write_reports=False), say=lambda _m: None)
     assert result.exit_code == 4 and result.summary is not None
@@ -115,7 +115,7 @@ def test_load_step_against_a_refusing_port_ends_early(tmp_path: Path) -> None:
     """The load generator facing a port nobody listens on: connection errors, an early end, no hang."""
     from harness.config.workload import RequestClass, TokenRange, WorkloadSpec
     from harness.load import StepRun, run_step, shutdown_runners
-    from harness.rollout.ports import free_port
+    from harness.run.ports import free_port
 
     port = free_port()
     wl = WorkloadSpec(classes=[RequestClass(name="c", weight=1, prompt_tokens=TokenRange(min=50, max=60),

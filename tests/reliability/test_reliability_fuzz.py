@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.config.workload import TraceSource, WorkloadSpec
-from harness.load.replay import TraceGenerator, TraceLoadError, load_trace
-from harness.load.request import Shape
-from harness.load.tokens import EXACT_WORDS
 from harness.trace.cli import trace_app
+from harness.workload.replay import TraceGenerator, TraceLoadError, load_trace
+from harness.workload.requests import Shape
+from harness.workload.tokens import EXACT_WORDS
 
 DEMO = Path(__file__).resolve().parents[2] / "scenarios" / "demo-sim.yaml"
 SCALE = float(os.environ.get("HARNESS_FUZZ_SCALE", "1"))  # e.g. 20 for a longer hunt

@@ -14,7 +14,7 @@ import pytest
 
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
-from harness.rollout.orchestrator import RunOptions, run_rollout
+from harness.run.orchestrator import RunOptions, run_rollout
 from harness.scrape.scraper import ERROR_BODY_CHARS, Scraper
 from harness.scrape.series import load_scrapes
 
@@ -71,7 +71,7 @@ def test_run_with_a_failing_metrics_endpoint_reports_scrape_errors(
         spec = real(*args, **kwargs)
         return spec.model_copy(update={"metrics": [MetricsEndpoint(path="/no-such-metrics", format="prometheus")]})
 
-    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", broken_metrics)
+    monkeypatch.setattr("harness.run.arm_server.build_launch_spec", broken_metrics)
     path = scenario("nometrics", arms=("baseline",))
     result = run_rollout(path, RunOptions(out_dir=tmp_path / "results", write_reports=False), say=lambda _m: None)
     assert result.summary is not None, result.message

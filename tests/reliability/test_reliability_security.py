@@ -21,9 +21,9 @@ from rel_support import Progress, tiered_arm
 
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
-from harness.launch.base import DISK_TIER_MARKER
-from harness.redact import MASK
-from harness.rollout.orchestrator import RunOptions, run_rollout
+from harness.host.labels import DISK_TIER_MARKER
+from harness.run.orchestrator import RunOptions, run_rollout
+from harness.secrets.redact import MASK
 from harness.sim.testing import LISTEN_PREFIX, sim_command, stop_process
 
 
@@ -57,7 +57,7 @@ def test_planted_token_is_in_no_file_of_the_run(scenario: Callable[..., Path], t
         script = 'echo "fatal: token $HF_TOKEN rejected" >&2; exit 3'  # prints it and dies: a failure log tail
         return spec.model_copy(update={"entrypoint": ["/bin/sh", "-c", script], "args": []})
 
-    monkeypatch.setattr("harness.rollout.arm_launch.build_launch_spec", talkative)
+    monkeypatch.setattr("harness.run.arm_server.build_launch_spec", talkative)
     path = scenario("secret", arms=("baseline", "cpu-16g"), engine={"env": {"HF_TOKEN": "${HARNESS_REL_PLANTED}"}})
     progress = Progress()
     result = run_rollout(path, RunOptions(out_dir=tmp_path / "results"), say=progress)

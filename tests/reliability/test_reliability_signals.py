@@ -18,7 +18,7 @@ import httpx
 import psutil
 import pyarrow.parquet as pq
 
-from harness.rollout import journal
+from harness.rundir import journal
 
 EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "400"}  # no wrapped progress lines
