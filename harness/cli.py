@@ -17,7 +17,16 @@ from harness.config import ScenarioError, load_scenario
 from harness.core import boundary
 from harness.core.boundary import DEBUG_ENV
 from harness.core.term import safe_text
+from harness.host.facts import OsHostFacts
+from harness.load.probe import probe_command
+from harness.load.worker_cli import load_worker_command
+from harness.plan.validate import ValidateOptions
+from harness.report.commands import compare_command, index_command, make_report_command
+from harness.run.cleanup import cleanup_command
+from harness.run.live import LiveOutput
 from harness.schema.summary import Summary
+from harness.sim.cli import sim_app
+from harness.trace.cli import analyze_trace_command
 
 EXIT_BAD_INPUT = 2
 
@@ -76,13 +85,12 @@ def plan(scenario: ScenarioArg,
          set_: SetOpt = None) -> None:
     """Show the arms, their exact launch commands and configs, the check results, the power to decide (requests
     per step, resolvable percentiles, smallest detectable effect) and the estimated duration."""
-    try:  # before the planning stack is imported: bad input is answered at once
+    try:  # before the planning stack (scipy) is imported: bad input is answered at once
         scen = load_scenario(scenario, set_ or [])
     except ScenarioError as exc:
         raise fail_bad_input(str(exc)) from None
     from harness.plan.build import build_plan
     from harness.plan.power.rates import PowerInputError
-    from harness.plan.validate import ValidateOptions
     from harness.plan.view import print_plan
     from harness.run.power_input import power_input
 
@@ -116,14 +124,11 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
 
     Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
-    from harness.run.live import LiveOutput
     from harness.run.orchestrator import RunOptions, run_rollout
 
     if (scenario is None) == (resume is None):
         raise fail_bad_input("give a SCENARIO file, or --resume RUN_DIR (not both)")
     live = LiveOutput(console, quiet=json_out)
-    from harness.plan.validate import ValidateOptions
-
     checking = None if no_validate else ValidateOptions.from_env(
         validate_python, str(validate_model) if validate_model else None, pull=True)
     opts = RunOptions(out_dir=out, only=only, resume=resume, allow_unpinned=allow_unpinned,
@@ -141,8 +146,6 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
 @app.command("gpu-check")
 def gpu_check() -> None:
     """Fail fast (exit 4) with a clear message when this host has no GPU runtime for containers."""
-    from harness.host.facts import OsHostFacts
-
     ok, why = OsHostFacts().gpu_runtime()
     if not ok:
         err_console.print(f"[bold red]no GPU runtime:[/] {why}. `make benchmark` needs an NVIDIA GPU with the NVIDIA "
@@ -155,8 +158,6 @@ def gpu_check() -> None:
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
 def sim(ctx: typer.Context) -> None:
     """The simulated engine: `harness sim serve --port P [--profile NAME] ...` (see `harness sim serve --help`)."""
-    from harness.sim.cli import sim_app
-
     sim_app(args=list(ctx.args), prog_name="harness sim")
 
 
@@ -166,31 +167,13 @@ def _rebuild_summary(run_dir: Path) -> Summary:
     return rebuild_summary(run_dir)
 
 
-def _register_report_commands() -> None:
-    from harness.report.commands import compare_command, index_command, make_report_command
-
-    app.command("report")(make_report_command(_rebuild_summary))
-    app.command("compare")(compare_command)
-    app.command("index")(index_command)
-
-
-def _register_area_commands() -> None:
-    from harness.trace.cli import analyze_trace_command
-
-    app.command("analyze-trace")(analyze_trace_command)
-    from harness.load.probe import probe_command
-
-    app.command("probe")(probe_command)
-    from harness.load.worker_cli import load_worker_command
-
-    app.command("load-worker")(load_worker_command)
-    from harness.run.cleanup import cleanup_command
-
-    app.command("cleanup")(cleanup_command)
-
-
-_register_report_commands()
-_register_area_commands()
+app.command("report")(make_report_command(_rebuild_summary))
+app.command("compare")(compare_command)
+app.command("index")(index_command)
+app.command("analyze-trace")(analyze_trace_command)
+app.command("probe")(probe_command)
+app.command("load-worker")(load_worker_command)
+app.command("cleanup")(cleanup_command)
 
 
 def main() -> None:

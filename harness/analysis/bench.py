@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from harness.analysis import analyze_arms, derive_latencies, load_requests
 from harness.analysis.load import table_to_frame
 from harness.config.rules import SloSpec
+from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA
 
 ARMS = ("gpu-only", "cpu", "tiered")
@@ -94,7 +95,7 @@ def run(records: int, chunks: int, *, in_memory: bool, seed: int) -> dict[str, f
             df = table_to_frame(table)
         else:
             t = time.perf_counter()
-            pq.write_table(table, Path(tmp) / "requests.parquet")
+            pq.write_table(table, RunDir(Path(tmp)).requests)
             timings["write_parquet_s"] = time.perf_counter() - t
             del table
             start = time.perf_counter()

@@ -1,67 +1,24 @@
-"""Read a run's request records and step boundaries back from the run directory.
+"""Read a run's request records back from the run directory as the DataFrame the analysis works on.
 
 ``requests.parquet`` is used when present; otherwise the per-arm parts under ``records/`` (an interrupted run). List
 columns (``chunk_ns``, ``hash_ids``) stay Arrow-backed and ``*_ns`` columns are nullable ``Int64``, so 64-bit clock
-readings keep their precision and a million rows load in seconds.
+readings keep their precision and a million rows load in seconds. Step boundaries are the ``steps.jsonl`` entries
+(:func:`harness.rundir.journal.read_step_entries`).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict
 
 from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA
 
 log = logging.getLogger(__name__)
-
-
-class StepSpan(BaseModel):
-    """One line of ``steps.jsonl``: a step's boundaries (``*_ns``: perf_counter_ns; ``*_wall_ns``: time_ns)."""
-
-    model_config = ConfigDict(extra="ignore")
-    arm: str
-    step: int
-    label: str = ""
-    concurrency: int | None = None
-    rate_rps: float | None = None
-    start_ns: int
-    end_ns: int
-    start_wall_ns: int | None = None
-    end_wall_ns: int | None = None
-    warmup: bool = False
-    drill: str | None = None
-
-    @property
-    def duration_s(self) -> float:
-        """Seconds between start and end (0 if they are reversed)."""
-        return max(self.end_ns - self.start_ns, 0) / 1e9
-
-    @property
-    def measured(self) -> bool:
-        """A load step that counts (not warm-up, not a drill)."""
-        return self.step >= 0 and not self.warmup and self.drill is None
-
-
-def read_steps(path: Path) -> list[StepSpan]:
-    """Parse ``steps.jsonl``; unreadable lines (a truncated tail) are skipped with a log warning."""
-    if not path.exists():
-        return []
-    spans: list[StepSpan] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            spans.append(StepSpan.model_validate(json.loads(line)))
-        except (json.JSONDecodeError, ValueError) as exc:
-            log.warning("%s line %d skipped: %s", path, number, str(exc).splitlines()[0])
-    return spans
 
 
 def _types_mapper(dtype: pa.DataType) -> object:
@@ -78,7 +35,9 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
     return frame
 
 
-def _read_parts(parts: list[Path]) -> pa.Table:
+def parts_table(parts: list[Path]) -> pa.Table:
+    """The readable record parts concatenated (their columns as written); unreadable ones are skipped with a
+    logged warning."""
     tables: list[pa.Table] = []
     for part in parts:
         try:
@@ -98,5 +57,4 @@ def load_requests(run_dir: Path) -> pd.DataFrame:
             return table_to_frame(pq.read_table(run.requests, memory_map=True))
         except (OSError, pa.ArrowException) as exc:
             log.warning("cannot read %s (%s); falling back to the record parts", run.requests, exc)
-    parts = sorted((run.root / "records").glob("*/*.parquet"))
-    return table_to_frame(_read_parts(parts))
+    return table_to_frame(parts_table(run.record_parts()))

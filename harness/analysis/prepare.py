@@ -17,17 +17,12 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.analysis.latency import ensure_derived, float_column, ns_column
-from harness.analysis.load import StepSpan
 from harness.rundir.attempts import SUPERSEDED
+from harness.rundir.entries import StepEntry, step_entries
 
 I64 = npt.NDArray[np.int64]
-StepsArg = Sequence[StepSpan | Mapping[str, Any]] | None
+StepsArg = Sequence[StepEntry | Mapping[str, Any]] | None  # steps.jsonl entries, as models or plain dicts
 MAX_WINDOWS = 1_000_000
-
-
-def as_spans(steps: StepsArg) -> list[StepSpan]:
-    """Step spans from models or plain dicts (``steps.jsonl`` lines)."""
-    return [s if isinstance(s, StepSpan) else StepSpan.model_validate(s) for s in steps or []]
 
 
 def arm_names(df: pd.DataFrame) -> list[str]:
@@ -45,7 +40,7 @@ class Prepared:
     row_group: I64  # -1: not measured (warm-up, drill, another arm)
     ok: npt.NDArray[np.bool_]
     groups: list[tuple[str, int]]
-    spans: list[StepSpan | None]
+    spans: list[StepEntry | None]
     start: I64  # per group, perf_counter ns
     end: I64
 
@@ -59,7 +54,7 @@ class Prepared:
         return list(dict.fromkeys(a for a, _ in self.groups))
 
 
-def _bounds(df: pd.DataFrame, row_group: I64, spans: list[StepSpan | None]) -> tuple[I64, I64]:
+def _bounds(df: pd.DataFrame, row_group: I64, spans: list[StepEntry | None]) -> tuple[I64, I64]:
     n = len(spans)
     send, send_ok = ns_column(df, "send_ns")
     last = send.copy()
@@ -87,11 +82,11 @@ def prepare(df: pd.DataFrame, *, steps: StepsArg = None, arm: str | None = None,
     """Group the measured rows of ``df`` by (arm, step).
 
     ``arm`` limits the groups to one arm; without it ``df`` must hold one arm unless ``all_arms`` is set.
-    ``steps`` (``steps.jsonl`` spans) give exact step times and add steps that have no records.
+    ``steps`` (``steps.jsonl`` entries) give exact step times and add steps that have no records.
     """
     derived = ensure_derived(df)
     present = arm_names(derived)
-    spans_all = [s for s in as_spans(steps) if s.measured]
+    spans_all = [s for s in step_entries(steps or []) if s.measured]
     if arm is not None:
         arms = [arm]
     else:

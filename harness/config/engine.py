@@ -18,6 +18,17 @@ _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 # docker run --gpus: 'all', a count, or device ids ('0,1', 'device=2', GPU UUIDs).
 _GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
+# Fields only the simulator reads, with their defaults (a recorded scenario spells every default out).
+SIM_DEFAULTS: dict[str, object] = {"sim_profile": "demo", "sim_profile_file": None, "sim_flavor": "vllm",
+                                   "sim_time_scale": 1.0, "sim_args": [], "sim_noise": None}
+
+
+def _apply(names: list[str]) -> str:
+    return "applies" if len(names) == 1 else "apply"
+
+
+def _them(names: list[str]) -> str:
+    return "it" if len(names) == 1 else "them"
 
 
 class SimNoise(StrictModel):
@@ -104,6 +115,29 @@ class EngineSpec(StrictModel):
         if self.launcher == "docker" and not self.image:
             raise ValueError("engine.image is required when engine.launcher is docker "
                              "(e.g. vllm/vllm-openai:v0.32.0)")
+        return self
+
+    @model_validator(mode="after")
+    def _fields_that_apply(self) -> EngineSpec:
+        """Refuse settings nothing would read: simulator flags on a real engine, container settings without a
+        container, a shared-memory size the container does not get."""
+        if self.kind != "sim":
+            stray = [name for name, default in SIM_DEFAULTS.items() if getattr(self, name) != default]
+            if stray:
+                raise ValueError(f"{', '.join(stray)} {_apply(stray)} to the simulator (engine.kind: sim) only, not "
+                                 f"{self.kind}: remove {_them(stray)}")
+        if self.effective_launcher != "docker":
+            given = [name for name, unset in (("gpus", "all"), ("shm_size", None), ("ipc", None))
+                     if getattr(self, name) != unset]
+            if given:
+                fix = (" (for a local process choose GPUs with engine.env.CUDA_VISIBLE_DEVICES)"
+                       if "gpus" in given else "")
+                raise ValueError(f"{', '.join(given)} {_apply(given)} to containers (engine.launcher: docker) only, "
+                                 f"not {self.effective_launcher}: remove {_them(given)}{fix}")
+        elif self.shm_size is not None and (self.ipc == "host" or (self.ipc is None and self.kind == "trtllm")):
+            why = "engine.ipc: host" if self.ipc == "host" else "TensorRT-LLM containers run with ipc host"
+            raise ValueError(f"shm_size does nothing when the container shares the host's /dev/shm ({why}): remove "
+                             "it, or set engine.ipc: private")
         return self
 
     @property

@@ -19,6 +19,8 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from harness.secrets.names import is_secret_name
+
 _MAX_SHOWN = 80
 _BOUND_TYPES = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 _MAPPING_TYPES = {"model_type", "model_attributes_type", "dict_type"}
@@ -107,12 +109,9 @@ def locate(loc: Iterable[int | str], root: Any) -> _Where:
     return where
 
 
-def format_loc(loc: Iterable[int | str], root: Any = None) -> str:
-    """Turn a pydantic error location into a path like ``arms[1].offload.cpu_bytes_to_use``."""
-    if root is None:
-        from harness.config.scenario import Scenario
-
-        root = Scenario
+def format_loc(loc: Iterable[int | str], root: Any) -> str:
+    """Turn a pydantic error location under the model class ``root`` into a path like
+    ``arms[1].offload.cpu_bytes_to_use``."""
     return locate(loc, root).path
 
 
@@ -130,8 +129,6 @@ def _shown(value: Any) -> str:
 def may_hold_secret(loc: Iterable[Any]) -> bool:
     """A field (path parts) whose value is never echoed in an error: environment values, command-line arguments,
     secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
-    from harness.secrets.redact import is_secret_name
-
     names = [str(part) for part in loc]
     return any(n.lower() == "env" or n.lower().endswith("args") or is_secret_name(n) for n in names)
 
@@ -149,12 +146,9 @@ def _keys(model: type[BaseModel], limit: int | None = None) -> str:
     return ", ".join(names)
 
 
-def explain(err: Mapping[str, Any], root: Any = None) -> tuple[str, str]:
-    """``(path, message)`` for one pydantic error; the message says what would be valid."""
-    if root is None:
-        from harness.config.scenario import Scenario
-
-        root = Scenario
+def explain(err: Mapping[str, Any], root: Any) -> tuple[str, str]:
+    """``(path, message)`` for one pydantic error under the model class ``root`` (the scenario's, or a section's);
+    the message says what would be valid."""
     loc = tuple(err.get("loc", ()))
     kind = str(err.get("type", ""))
     msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")

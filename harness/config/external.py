@@ -4,24 +4,19 @@ The harness reaches it at ``base_url``, scrapes ``metrics_url`` (default ``<base
 is ready within ``readiness_timeout_s`` and runs the user's ``restart_command`` / ``clear_cache_command`` only
 when a drill asks for a restart or a cache loss. It never starts, stops or changes the server otherwise.
 
-Scenario rules (:func:`check_external_arms`): with ``engine.launcher: external`` every arm has a ``server``, a
-``server`` needs that launcher, and two arms may not name the same server (same scheme, host and port, with
-``localhost`` read as ``127.0.0.1``) unless the later one declares ``shared_url: true``.
+The scenario's rules across arms (every arm has a ``server`` under that launcher, no two arms name the same server)
+are in :mod:`harness.config.external_arms`; :func:`server_key` says when two URLs are the same server.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
 from harness.secrets.flags import secret_flag_values
-
-if TYPE_CHECKING:
-    from harness.config.scenario import Scenario
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1", "::1": "127.0.0.1", "[::1]": "127.0.0.1"}
@@ -94,29 +89,6 @@ def server_key(url: str) -> tuple[str, str, int]:
     host = (parts.hostname or "").lower()
     host = _LOOPBACK_NAMES.get(host, host)
     return parts.scheme, host, parts.port or _DEFAULT_PORTS.get(parts.scheme, 0)
-
-
-def check_external_arms(scenario: Scenario) -> None:
-    """Raise ValueError (naming the field) when the scenario's external arms break the rules above."""
-    external = scenario.engine.effective_launcher == "external"
-    seen: dict[tuple[str, str, int], str] = {}
-    for i, arm in enumerate(scenario.arms):
-        own = arm.engine.get("launcher")
-        if own not in (None, scenario.engine.launcher) and "external" in (own, scenario.engine.launcher):
-            raise ValueError(f"arms[{i}].engine.launcher: external arms cannot be mixed with launched ones; set "
-                             "engine.launcher for every arm")
-        if external and arm.server is None:
-            raise ValueError(f"arms[{i}].server: engine.launcher is external, so arm {arm.name!r} needs "
-                             "server.base_url (the deployment to drive)")
-        if arm.server is None:
-            continue
-        if not external:
-            raise ValueError(f"arms[{i}].server: a server section needs engine.launcher: external")
-        key = server_key(arm.server.base_url)
-        if key in seen and not arm.server.shared_url:
-            raise ValueError(f"arms[{i}].server.base_url: {arm.server.base_url} is also arm {seen[key]!r}'s "
-                             "server; arms must be distinct servers (declare shared_url: true to reuse it)")
-        seen.setdefault(key, arm.name)
 
 
 def command_secret_values(server: ExternalServer | None) -> list[str]:

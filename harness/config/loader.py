@@ -34,7 +34,7 @@ class ScenarioError(Exception):
 
 def format_loc(loc: Iterable[int | str]) -> str:
     """Turn a pydantic error location into a path like ``arms[1].offload.cpu_bytes_to_use``."""
-    return _format_loc(loc)
+    return _format_loc(loc, Scenario)
 
 
 def _parse_yaml(text: str, source: str) -> Any:
@@ -96,7 +96,7 @@ def load_scenario_text(text: str, source: str = "<scenario>", overrides: Sequenc
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors()
-        problems = [explain(dict(e)) for e in errors[:MAX_PROBLEMS_SHOWN]]
+        problems = [explain(dict(e), Scenario) for e in errors[:MAX_PROBLEMS_SHOWN]]
         if len(errors) > MAX_PROBLEMS_SHOWN:
             problems.append(("", f"... and {len(errors) - MAX_PROBLEMS_SHOWN} more problems"))
         raise ScenarioError(source, problems) from None

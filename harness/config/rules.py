@@ -4,16 +4,32 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
 from harness.config.text import Name
 
 LatencyMetric = Literal["ttft", "itl", "e2e"]
+# The percentiles a budget can be judged at: every window and every step computes these (harness.analysis).
+BUDGET_PERCENTILES = (50.0, 95.0, 99.0)
 KeepMeasure = Literal[
     "ttft_p50", "ttft_p95", "ttft_p99", "itl_p95", "itl_p99", "e2e_p95", "e2e_p99",
-    "output_tokens_per_s", "hit_rate", "goodput",
+    "output_tokens_per_s", "goodput",
 ]
+# Once accepted, never judged: the hit rate has no per-request sample to put an interval on, so as a measure it was
+# always unresolved, widened the family and kept the rule from concluding.
+_NO_INTERVAL = {"hit_rate": "the hit rate comes from server counters, with no per-request sample to put an interval "
+                            "on, so it can never be shown to improve"}
+
+
+def _judged_measures(value: object) -> object:
+    """Refuse a measure no interval can be put on, naming why (before the Literal check's generic message)."""
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, str) and item in _NO_INTERVAL:
+                raise ValueError(f"{item}: {_NO_INTERVAL[item]}; use latency percentiles, output_tokens_per_s or "
+                                 "goodput (the report shows the hit rate per step anyway)")
+    return value
 
 
 class SloSpec(StrictModel):
@@ -33,18 +49,31 @@ class BudgetRule(StrictModel):
 
     name: Name | None = None
     metric: LatencyMetric
-    percentile: float = Field(default=99.0, gt=0, lt=100)
-    budget_ms: float | None = Field(default=None, gt=0, description="default: the slo section's p99 budget")
+    percentile: float = Field(default=99.0, description="the percentile each window (and each step) is judged at: "
+                              "50, 95 or 99, the percentiles the windows and steps compute")
+    budget_ms: float | None = Field(default=None, gt=0, description="default: the slo section's p99 budget (a p99 "
+                                    "rule only; a p50 or p95 rule names its own)")
     breach_windows: int = Field(default=3, ge=1, le=10_000, description="N breached windows ...")
     of_last: int = Field(default=5, ge=1, le=10_000, description="... out of the last M windows")
     critical: bool = Field(default=False, description="a sustained breach vetoes the arm on its own")
     dry_run: bool = Field(default=False, description="reported, never decides")
     arms: list[str] | None = Field(default=None, description="arms the rule applies to (default: every arm)")
 
+    @field_validator("percentile")
+    @classmethod
+    def _computed(cls, value: float) -> float:
+        if value not in BUDGET_PERCENTILES:
+            raise ValueError("use 50, 95 or 99: a budget is judged at a percentile every window and step "
+                             "computes")
+        return value
+
     @model_validator(mode="after")
     def _n_of_m(self) -> BudgetRule:
         if self.breach_windows > self.of_last:
             raise ValueError(f"breach_windows ({self.breach_windows}) cannot exceed of_last ({self.of_last})")
+        if self.percentile != 99.0 and self.budget_ms is None:
+            raise ValueError(f"a p{self.percentile:g} budget needs its own budget_ms: the slo section's budgets "
+                             "are p99 budgets")
         return self
 
     @property
@@ -76,8 +105,8 @@ class RegressionRule(StrictModel):
 
 
 def _default_measures() -> list[KeepMeasure]:
-    # hit_rate is available but not a default: retaining more without helping latency or throughput is exactly
-    # what a tier that does not earn its keep does.
+    # Not the hit rate (nor could it be, see _NO_INTERVAL): retaining more without helping latency or throughput is
+    # exactly what a tier that does not earn its keep does.
     return ["ttft_p95", "output_tokens_per_s"]
 
 
@@ -91,6 +120,8 @@ class EarnsKeepRule(StrictModel):
     min_samples: int = Field(default=30, ge=1, le=10_000_000)
     alpha: float = Field(default=0.05, gt=0, lt=1, description="family-wise error of a false 'earns its keep'")
 
+    _measures = field_validator("measures", mode="before")(_judged_measures)
+
 
 def _floor_measures() -> list[KeepMeasure]:
     return ["ttft_p50", "ttft_p95", "output_tokens_per_s"]
@@ -101,6 +132,8 @@ class NoiseFloorSpec(StrictModel):
 
     rerun_baseline: bool = Field(default=False, description="run the baseline's configuration again, last")
     measures: list[KeepMeasure] = Field(default_factory=_floor_measures, min_length=1)
+
+    _measures = field_validator("measures", mode="before")(_judged_measures)
 
 
 class TierHealthRule(StrictModel):

@@ -9,9 +9,11 @@ from pydantic import Field, PrivateAttr, ValidationError, model_validator
 from harness.config.arms import Arm
 from harness.config.base import StrictModel
 from harness.config.checks_spec import ChecksSpec
+from harness.config.cross_checks import check_drill_targets, check_trace_pacing
 from harness.config.drills import Drill
 from harness.config.engine import EngineSpec
 from harness.config.errors import explain
+from harness.config.external_arms import check_external_arms
 from harness.config.load import LoadSpec
 from harness.config.rules import RulesSpec, SloSpec
 from harness.config.steps import StepsSpec
@@ -70,9 +72,13 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _external_servers(self) -> Scenario:
-        from harness.config.external import check_external_arms
+        check_external_arms(self.engine, self.arms)
+        return self
 
-        check_external_arms(self)
+    @model_validator(mode="after")
+    def _fields_that_would_lead_nowhere(self) -> Scenario:
+        check_trace_pacing(self.workload, self.steps)
+        check_drill_targets(self.drills, self.arms, self.engine)
         return self
 
     def set_source_file(self, path: str | None) -> None:

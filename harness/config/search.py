@@ -44,7 +44,8 @@ class SearchSpec(StrictModel):
                                        "many seconds of the arm's search")
     max_error_rate: float = Field(default=0.01, ge=0, le=1, description="a probe with a larger share of failed "
                                   "requests does not meet, whatever its latency")
-    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="a closed-loop search only: each user's "
+                                "pause after its previous request ended")
 
     @field_validator("resolution")
     @classmethod

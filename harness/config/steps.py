@@ -15,7 +15,8 @@ class StepLevel(StrictModel):
     rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
     duration_s: float | None = Field(default=None, gt=0, le=86_400)
     requests: int | None = Field(default=None, ge=1, le=100_000_000)
-    think_time_s: float = Field(default=0.0, ge=0, le=3600)
+    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="closed loop only: each user's pause "
+                                "after its previous request ended")
     expected_rps: float | None = Field(default=None, gt=0, le=1_000_000, description="completed requests per "
                                        "second you expect at this level (per arm), for `harness plan`'s power "
                                        "estimate only; never changes the load")
@@ -26,6 +27,10 @@ class StepLevel(StrictModel):
             raise ValueError("give exactly one of concurrency (closed loop) or rate_rps (open loop)")
         if self.duration_s is None and self.requests is None:
             raise ValueError("give duration_s, requests, or both (the step ends at whichever comes first)")
+        if self.rate_rps is not None and self.think_time_s > 0:
+            raise ValueError("think_time_s applies to closed-loop levels (concurrency) only: open-loop arrivals "
+                             "(rate_rps) do not wait for answers; remove it (a session's turns use "
+                             "workload.reuse.sessions.think_time_s)")
         return self
 
     @property
@@ -90,6 +95,9 @@ class StepsSpec(StrictModel):
         if search is not None and self.search_kind == "concurrency" and (search.low != int(search.low)
                                                                         or search.high != int(search.high)):
             raise ValueError("search: low and high are users (a closed-loop search): give whole numbers")
+        if search is not None and self.search_kind == "rate" and search.think_time_s > 0:
+            raise ValueError("search.think_time_s applies to a closed-loop search (kind: concurrency) only: a rate "
+                             "search's arrivals do not wait for answers; remove it")
         return self
 
     @property

@@ -95,7 +95,8 @@ class TraceSource(StrictModel):
     path: PathText = Field(min_length=1)
     format: Literal["mooncake"] = "mooncake"
     mode: Literal["timestamps", "closed_loop"] = "timestamps"
-    speed: float = Field(default=1.0, gt=0, le=10_000)
+    speed: float = Field(default=1.0, gt=0, le=10_000, description="mode timestamps: the timestamps are divided "
+                         "by it")
     on_bad_line: Literal["skip", "stop"] = "stop"
     max_requests: int | None = Field(default=None, ge=1)
     block_tokens: int = Field(default=512, ge=1, le=1_000_000, description="tokens per hash_ids block "
@@ -104,6 +105,13 @@ class TraceSource(StrictModel):
                                      "fresh block contents (sharing only inside the step); true: the same "
                                      "blocks in every step, so later steps find earlier steps' prefixes "
                                      "cached")
+
+    @model_validator(mode="after")
+    def _speed_paces_timestamps(self) -> TraceSource:
+        if self.mode == "closed_loop" and self.speed != 1.0:
+            raise ValueError("speed scales the timestamps (mode: timestamps); mode: closed_loop ignores them: "
+                             "remove speed")
+        return self
 
 
 class WorkloadSpec(StrictModel):
@@ -123,6 +131,9 @@ class WorkloadSpec(StrictModel):
     def _source(self) -> WorkloadSpec:
         if self.trace is None and not self.classes:
             raise ValueError("give request classes (workload.classes) or a trace (workload.trace)")
+        if self.trace is not None and (self.classes or self.reuse != ReuseSpec()):
+            raise ValueError("a trace replays its own requests and prefixes: workload.classes and workload.reuse "
+                             "are not used with workload.trace; remove them (or the trace)")
         names = [c.name for c in self.classes]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -135,7 +146,26 @@ class WorkloadSpec(StrictModel):
                            "document": "documents"}[cls.reuse]
                 raise ValueError(f"request class {cls.name!r} draws its prefix from {cls.reuse!r} but "
                                  f"workload.reuse.{section} is not configured")
+        self._reuse_drawn()
         return self
+
+    def _reuse_drawn(self) -> None:
+        """Refuse a reuse structure no request class draws from: ``reuse`` naming it, ``any`` (not sessions), and
+        for system prompts also ``session`` (a session opens with one)."""
+        if self.trace is not None:
+            return
+        drawn = {c.reuse for c in self.classes}
+        sections: dict[str, tuple[str, StrictModel | None]] = {
+            "system_prompt": ("system_prompts", SystemPrompts()), "rag": ("rag", None),
+            "session": ("sessions", None), "document": ("documents", None)}
+        for structure, (section, default) in sections.items():
+            value = getattr(self.reuse, section)
+            # any never draws sessions; a session opens with a system prompt when they are configured
+            takers = {"session"} if structure == "session" else {structure, "any"} | (
+                {"session"} if structure == "system_prompt" else set())
+            if value is not None and value != default and not drawn & takers:
+                raise ValueError(f"workload.reuse.{section} is configured but no request class draws from it "
+                                 f"(reuse: {' or '.join(sorted(takers))}): remove it, or name it in a class's reuse")
 
     def class_names(self) -> list[str]:
         """Names of the request classes, in scenario order."""

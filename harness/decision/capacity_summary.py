@@ -9,7 +9,7 @@ than once (a resumed run) the latest session counts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,33 +18,36 @@ import pandas as pd
 from harness.config.scenario import Scenario
 from harness.config.search import SearchSpec, fmt_load, fmt_ms, slo_text
 from harness.decision.capacity import Probe, conclude, is_probe_index, judge
-from harness.rundir.attempts import entry_attempt, row_attempts
+from harness.rundir.attempts import row_attempts
+from harness.rundir.entries import StepEntry, step_entries
 from harness.schema.summary import CapacityArm, CapacityProbe, CapacitySection, Percentiles, StepSummary
+
+Entry = StepEntry | Mapping[str, Any]  # a steps.jsonl entry, as its model or the plain dict of the line
 
 TIER_WORDS = {"gpu-only": "the baseline", "cpu": "the CPU tier", "tiered": "the CPU+disk tier"}
 VERDICT_NOTE = ("Capacity at SLO informs the decision; it does not change the verdict, which the rules judge on the "
                 "fixed steps.")
 
 
-def probe_entries(entries: Sequence[dict[str, Any]], arm: str) -> list[dict[str, Any]]:
+def probe_entries(entries: Sequence[Entry], arm: str) -> list[StepEntry]:
     """The arm's probes of its latest search session, in the order they ran."""
-    mine = [e for e in entries if e.get("arm") == arm and is_probe_index(int(e.get("step", 0)))]
+    mine = [e for e in step_entries(entries) if e.arm == arm and is_probe_index(e.step)]
     if not mine:
         return []
     latest = max(session(e) for e in mine)
-    return sorted((e for e in mine if session(e) == latest), key=lambda e: -int(e["step"]))
+    return sorted((e for e in mine if session(e) == latest), key=lambda e: -e.step)
 
 
-def session(entry: dict[str, Any]) -> int:
+def session(entry: Entry) -> int:
     """The search session a probe entry belongs to (1 when it names none)."""
-    info = entry.get("search")
-    value = info.get("session") if isinstance(info, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+    search = step_entries([entry])[0].search
+    return search.session if search is not None else 1
 
 
-def _probe_frame(df: pd.DataFrame, entries: Sequence[dict[str, Any]]) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def _probe_frame(df: pd.DataFrame, entries: Sequence[StepEntry]) -> tuple[pd.DataFrame, list[StepEntry]]:
     """The probes' records renumbered as steps 0..n-1 (of their own arm), with matching spans."""
-    frames, spans = [], []
+    frames: list[pd.DataFrame] = []
+    spans: list[StepEntry] = []
     if df.empty:
         return df, []
     attempts = row_attempts(df)
@@ -52,28 +55,29 @@ def _probe_frame(df: pd.DataFrame, entries: Sequence[dict[str, Any]]) -> tuple[p
     steps = pd.to_numeric(df["step"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     arms = df["arm"].astype(str).to_numpy(dtype=object)
     for k, entry in enumerate(entries):
-        keep = ((arms == entry["arm"]) & (steps == int(entry["step"])) & (attempts == entry_attempt(entry))
-                & (send >= int(entry["start_ns"])) & (send <= int(entry["end_ns"])))
+        keep = ((arms == entry.arm) & (steps == entry.step) & (attempts == entry.attempt)
+                & (send >= entry.start_ns) & (send <= entry.end_ns))
         part = df[keep].copy()
         part["step"] = k
         frames.append(part)
-        spans.append({**{key: entry.get(key) for key in ("arm", "label", "concurrency", "rate_rps", "start_ns",
-                                                         "end_ns", "start_wall_ns", "end_wall_ns")}, "step": k})
+        spans.append(StepEntry(arm=entry.arm, step=k, label=entry.label, concurrency=entry.concurrency,
+                               rate_rps=entry.rate_rps, start_ns=entry.start_ns, end_ns=entry.end_ns,
+                               start_wall_ns=entry.start_wall_ns, end_wall_ns=entry.end_wall_ns))
     out = pd.concat(frames, ignore_index=True) if frames else df.iloc[0:0]
     return out.drop(columns=["superseded"], errors="ignore"), spans
 
 
-def probe_step_summaries(scenario: Scenario, df: pd.DataFrame,
-                         entries: Sequence[dict[str, Any]]) -> list[StepSummary | None]:
-    """Each probe's step figures (None for a probe with no step table), in the order of ``entries``."""
+def probe_step_summaries(scenario: Scenario, df: pd.DataFrame, probes: Sequence[Entry]) -> list[StepSummary | None]:
+    """Each probe's step figures (None for a probe with no step table), in the order of ``probes``."""
     from harness.analysis import analyze_arms
 
+    entries = step_entries(probes)
     if not entries:
         return []
     out: list[StepSummary | None] = [None] * len(entries)
     by_arm: dict[str, list[int]] = {}
     for i, entry in enumerate(entries):
-        by_arm.setdefault(str(entry["arm"]), []).append(i)
+        by_arm.setdefault(entry.arm, []).append(i)
     for arm, positions in by_arm.items():
         frame, spans = _probe_frame(df, [entries[i] for i in positions])
         tables = analyze_arms(frame, scenario.slo, scenario.rules.window_s, steps=spans,
@@ -85,24 +89,23 @@ def probe_step_summaries(scenario: Scenario, df: pd.DataFrame,
     return out
 
 
-def probe_result(spec: SearchSpec, entry: dict[str, Any], step: StepSummary | None) -> CapacityProbe:
+def probe_result(spec: SearchSpec, probe: Entry, step: StepSummary | None) -> CapacityProbe:
     """One probe judged against the budget."""
-    info = entry.get("search") if isinstance(entry.get("search"), dict) else {}
-    assert isinstance(info, dict)
-    load = float(info.get("load") or entry.get("concurrency") or entry.get("rate_rps") or 0.0)
+    entry = step_entries([probe])[0]
+    search = entry.search
+    load = float((search.load if search is not None else None) or entry.concurrency or entry.rate_rps or 0.0)
     key = f"p{spec.percentile}"
     perc: Percentiles | None = getattr(step, f"{spec.metric}_ms") if step is not None else None
     ci = perc.ci(key) if perc is not None else None
-    requests = step.requests if step is not None else int(entry.get("requests") or 0)
-    errors = step.errors if step is not None else int(entry.get("errors") or 0)
+    requests = step.requests if step is not None else entry.requests or 0
+    errors = step.errors if step is not None else entry.errors or 0
     outcome, reason = judge(ci, spec.budget_ms, requests, errors, spec.max_error_rate)
-    client = entry.get("client")
-    return CapacityProbe(step=int(entry["step"]), label=str(entry.get("label", "")), load=load, requests=requests,
+    return CapacityProbe(step=entry.step, label=entry.label, load=load, requests=requests,
                          errors=errors, n=ci.n if ci is not None else 0,
                          duration_s=step.duration_s if step is not None else 0.0,
                          value_ms=getattr(perc, key, None) if perc is not None else None, ci=ci, outcome=outcome,
-                         extended=bool(info.get("extended")), reason=reason,
-                         client_saturated=bool(isinstance(client, dict) and client.get("saturated")))
+                         extended=search is not None and search.extended, reason=reason,
+                         client_saturated=entry.client is not None and entry.client.saturated)
 
 
 def interval_text(probe: CapacityProbe) -> str:
@@ -197,7 +200,7 @@ def _difference(kind: str, cap: CapacityArm, base: CapacityArm) -> str:
     return " — the same capacity at this resolution"
 
 
-def capacity_section(scenario: Scenario, df: pd.DataFrame, entries: Sequence[dict[str, Any]]) -> CapacitySection | None:
+def capacity_section(scenario: Scenario, df: pd.DataFrame, entries: Sequence[StepEntry]) -> CapacitySection | None:
     """The summary's capacity section (None without ``steps.search``)."""
     spec = scenario.steps.search
     if spec is None:

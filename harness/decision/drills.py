@@ -8,7 +8,6 @@ restart (the figure is the first scrape that saw the disk-hit counter rise: an u
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,9 +15,13 @@ import pandas as pd
 
 from harness.config.drills import Drill
 from harness.config.scenario import Scenario
-from harness.rundir import journal
+from harness.rundir.entries import DrillEvent, StepEntry
+from harness.rundir.journal import read_drill_events
 from harness.rundir.layout import DRILL_STEP_BASE, RunDir
 from harness.schema.summary import DrillPhase, DrillResult, HitTokens
+from harness.scrape.catalog import catalog_for_engine
+from harness.scrape.quantities import step_quantities
+from harness.scrape.series import load_scrapes
 
 PHASES = ("before", "during", "after")
 FINAL = ("done", "error", "skipped")
@@ -26,11 +29,11 @@ MAX_SCRAPES_SCANNED = 400
 Details = dict[str, float | int | str | None]
 
 
-def _phase_requests(df: pd.DataFrame, entry: dict[str, Any]) -> pd.DataFrame:
+def _phase_requests(df: pd.DataFrame, entry: StepEntry) -> pd.DataFrame:
     if df.empty:
         return df
-    mask = (df["arm"] == entry["arm"]) & (df["step"] == int(entry["step"])) & \
-        (df["send_ns"] >= int(entry["start_ns"])) & (df["send_ns"] <= int(entry["end_ns"]))
+    mask = (df["arm"] == entry.arm) & (df["step"] == entry.step) & \
+        (df["send_ns"] >= entry.start_ns) & (df["send_ns"] <= entry.end_ns)
     out: pd.DataFrame = df[mask]
     return out
 
@@ -38,17 +41,14 @@ def _phase_requests(df: pd.DataFrame, entry: dict[str, Any]) -> pd.DataFrame:
 class _Scrapes:
     """An arm's scrapes and catalog, loaded once."""
 
-    def __init__(self, run_root: Path, scenario: Scenario, arm: str) -> None:
-        from harness.scrape.catalog import catalog_for_engine
-        from harness.scrape.series import load_scrapes
-
-        metrics = run_root / "metrics" / arm
+    def __init__(self, run: RunDir, scenario: Scenario, arm: str) -> None:
+        metrics = run.metrics_dir(arm)
         self.series = load_scrapes(metrics) if metrics.exists() else None
         self.catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image,
                                           sim_flavor=scenario.engine.sim_flavor)
 
     def hits(self, start_ns: int, end_ns: int) -> HitTokens:
-        from harness.scrape.samples import step_server_stats
+        from harness.scrape.samples import step_server_stats  # pandas
 
         if self.series is None:
             return HitTokens(source="none")
@@ -57,8 +57,6 @@ class _Scrapes:
 
     def first_disk_hit_ns(self, after_ns: int, until_ns: int) -> int | None:
         """Monotonic time of the first scrape after ``after_ns`` (up to ``until_ns``) whose disk-hit counter rose."""
-        from harness.scrape.quantities import step_quantities
-
         if self.series is None:
             return None
         times = [s.mono_ns for s in self.series.scrapes if after_ns < s.mono_ns <= until_ns and s.ok]
@@ -69,41 +67,40 @@ class _Scrapes:
         return None
 
 
-def _phase(df: pd.DataFrame, entry: dict[str, Any], scrapes: _Scrapes) -> DrillPhase:
+def _phase(df: pd.DataFrame, entry: StepEntry, scrapes: _Scrapes) -> DrillPhase:
     reqs = _phase_requests(df, entry)
     ok = reqs[reqs["error_kind"].isna()] if not reqs.empty else reqs
     ttft = pd.to_numeric(ok["ttft_ms"], errors="coerce").dropna() if not ok.empty else pd.Series(dtype=float)
-    return DrillPhase(phase=entry["drill_phase"], requests=len(reqs),
+    return DrillPhase(phase=entry.drill_phase, requests=len(reqs),
                       errors=int(reqs["error_kind"].notna().sum()) if not reqs.empty else 0,
                       ttft_p99_ms=float(np.percentile(ttft, 99)) if len(ttft) else None,
-                      hit_tokens=scrapes.hits(int(entry["start_ns"]), int(entry["end_ns"])))
+                      hit_tokens=scrapes.hits(entry.start_ns, entry.end_ns))
 
 
-def _latest_attempt(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    starts = [e.get("drill_run") for e in events if e.get("event") == "start"]
-    run = starts[-1] if starts else events[-1].get("drill_run")
-    return [e for e in events if e.get("drill_run") == run]
+def _latest_attempt(events: list[DrillEvent]) -> list[DrillEvent]:
+    starts = [e.drill_run for e in events if e.event == "start"]
+    run = starts[-1] if starts else events[-1].drill_run
+    return [e for e in events if e.drill_run == run]
 
 
-def drill_results(run_root: Path, scenario: Scenario, df: pd.DataFrame) -> list[DrillResult]:
-    """One result per drill that started (its latest attempt)."""
-    events = journal.read(RunDir(run_root).drill_events)
-    steps = [e for e in journal.read(run_root / "steps.jsonl") if e.get("drill")]
+def drill_results(run: RunDir, scenario: Scenario, df: pd.DataFrame, journaled: list[StepEntry]) -> list[DrillResult]:
+    """One result per drill that started (its latest attempt); ``journaled`` is every ``steps.jsonl`` entry."""
+    events = read_drill_events(run, strict=False)
+    steps = [e for e in journaled if e.drill]
     out: list[DrillResult] = []
     loaded: dict[str, _Scrapes] = {}  # one parse cache per arm: drill windows overlap
     for number, drill in enumerate(scenario.drills):
-        mine = [e for e in events if e.get("number") == number and e.get("kind") == drill.kind]
+        mine = [e for e in events if e.number == number and e.kind == drill.kind]
         if not mine:
             continue
         mine = _latest_attempt(mine)
-        arm = str(mine[0]["arm"])
-        attempt = mine[0].get("drill_run")
-        entries = [s for s in steps if s.get("arm") == arm and int(s.get("step", 0)) == DRILL_STEP_BASE - number
-                   and s.get("drill_run") == attempt]
+        arm = mine[0].arm
+        attempt = mine[0].drill_run
+        entries = [s for s in steps if s.arm == arm and s.step == DRILL_STEP_BASE - number and s.drill_run == attempt]
         if arm not in loaded:
-            loaded[arm] = _Scrapes(run_root, scenario, arm)
+            loaded[arm] = _Scrapes(run, scenario, arm)
         scrapes = loaded[arm]
-        phases = [_phase(df, e, scrapes) for name in PHASES for e in entries if e.get("drill_phase") == name]
+        phases = [_phase(df, e, scrapes) for name in PHASES for e in entries if e.drill_phase == name]
         details = _details(drill, mine, entries, phases, df, scrapes)
         status, message = _judge(drill, phases, mine, details)
         out.append(DrillResult(kind=drill.kind, arm=arm, status=status, message=message, phases=phases,
@@ -111,36 +108,36 @@ def drill_results(run_root: Path, scenario: Scenario, df: pd.DataFrame) -> list[
     return out
 
 
-def _details(drill: Drill, events: list[dict[str, Any]], entries: list[dict[str, Any]], phases: list[DrillPhase],
+def _details(drill: Drill, events: list[DrillEvent], entries: list[StepEntry], phases: list[DrillPhase],
              df: pd.DataFrame, scrapes: _Scrapes) -> Details:
     details: Details = {}
-    actions = {e.get("action"): e for e in events if e.get("event") == "action"}
+    actions = {e.action: e for e in events if e.event == "action"}
     if "cache_loss" in actions:
-        details["removed_entries"] = actions["cache_loss"].get("removed_entries")
+        details["removed_entries"] = actions["cache_loss"].extra("removed_entries")
     if "fill" in actions:
-        details["fill_bytes"] = actions["fill"].get("bytes")
+        details["fill_bytes"] = actions["fill"].extra("bytes")
     if "read_slowdown" in actions:
-        details["read_slowdown"] = actions["read_slowdown"].get("factor")
-        details["read_slowdown_applied"] = str(bool(actions["read_slowdown"].get("applied"))).lower()
+        details["read_slowdown"] = actions["read_slowdown"].extra("factor")
+        details["read_slowdown_applied"] = str(bool(actions["read_slowdown"].extra("applied"))).lower()
     if "burst" in actions:
-        details["burst_requests"] = actions["burst"].get("requests")
+        details["burst_requests"] = actions["burst"].extra("requests")
     for entry in entries:
-        if entry.get("drill_phase") == "cool":
+        if entry.drill_phase == "cool":
             cool = _phase_requests(df, entry)
             details["cool_requests"] = len(cool)
             details["cool_errors"] = int(cool["error_kind"].notna().sum()) if not cool.empty else 0
     restart = actions.get("restart")
-    if restart is not None and restart.get("ok"):
-        details["restart_s"] = restart.get("restart_s")
-        details["kept_entries"] = restart.get("kept_entries")
+    if restart is not None and restart.ok:
+        details["restart_s"] = restart.extra("restart_s")
+        details["kept_entries"] = restart.extra("kept_entries")
         after_restart = [p for p in phases if p.phase != "before"]
         if after_restart:
             first = after_restart[0].hit_tokens
             rate = first.hit_rate()
             details["warm_hit_rate"] = round(rate, 4) if rate is not None else None
             details["disk_hit_tokens_after_restart"] = first.disk
-        ready = int(restart["ready_ns"])
-        until = max([int(e["end_ns"]) for e in entries if e.get("drill_phase") != "before"], default=ready)
+        ready = int(restart.extra("ready_ns"))
+        until = max([e.end_ns for e in entries if e.drill_phase != "before"], default=ready)
         hit = scrapes.first_disk_hit_ns(ready, until)
         details["first_disk_hit_s"] = round((hit - ready) / 1e9, 3) if hit is not None else None
     return details
@@ -173,16 +170,16 @@ def _headline(drill: Drill, by: dict[str, DrillPhase], details: Details) -> str:
     return ""
 
 
-def _judge(drill: Drill, phases: list[DrillPhase], events: list[dict[str, Any]],
+def _judge(drill: Drill, phases: list[DrillPhase], events: list[DrillEvent],
            details: Details) -> tuple[Any, str]:
-    finals = [e for e in events if e.get("event") in FINAL]
+    finals = [e for e in events if e.event in FINAL]
     if not finals:
         return "error", "the drill did not finish (the run was interrupted or the harness stopped during it)"
     final = finals[-1]
-    if final.get("event") == "skipped":
-        return "skipped", str(final.get("message", ""))
-    if final.get("event") == "error":
-        return "error", str(final.get("message") or "the drill could not complete")
+    if final.event == "skipped":
+        return "skipped", final.message or ""
+    if final.event == "error":
+        return "error", final.message or "the drill could not complete"
     problems = []
     for p in phases:
         rate = p.errors / p.requests if p.requests else 0.0

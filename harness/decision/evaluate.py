@@ -20,10 +20,8 @@ from harness.decision.rules.causal import own_tier_hits
 from harness.decision.rules.errors import evaluate_errors
 from harness.decision.rules.keep import evaluate_earns_keep
 from harness.decision.rules.tier_health import evaluate_tier_health
-from harness.schema.summary import RuleResult, StepSummary, WindowPoint
+from harness.schema.summary import RuleResult, StepSummary, WindowPoint, window_key
 from harness.stats.error_rates import regression_alpha
-
-_WINDOW_FIELD = {"ttft": "ttft_p99", "itl": "itl_p99", "e2e": "e2e_p99"}
 
 
 @dataclass
@@ -47,10 +45,16 @@ class ArmData:
 
 
 def _window_values(rule: BudgetRule, wins: Sequence[WindowPoint]) -> list[WindowValue]:
-    field_name = _WINDOW_FIELD[rule.metric]
-    return [WindowValue(index=i, step=w.step, start_s=w.start_s, end_s=w.end_s, requests=w.requests,
-                        value_ms=getattr(w, f"{field_name}_ms"), ci=getattr(w, f"{field_name}_ci"))
-            for i, w in enumerate(wins)]
+    """The arm's windows at the rule's metric and percentile (analysis computes every budget percentile)."""
+    out = []
+    for i, w in enumerate(wins):
+        at = w.quantile(rule.metric, rule.percentile)
+        if at is None:
+            raise LookupError(f"windows carry no p{rule.percentile:g} {rule.metric.upper()} (rule {rule.label}): "
+                              "analyze them with that percentile (harness.analysis.analyze_arms window_percentiles)")
+        out.append(WindowValue(index=i, step=w.step, start_s=w.start_s, end_s=w.end_s, requests=w.requests,
+                               value_ms=at.value_ms, ci=at.ci))
+    return out
 
 
 def _judged_steps_decide(per_step: list[tuple[RuleResult, bool]]) -> list[RuleResult]:
@@ -68,21 +72,24 @@ def _applies(names: list[str] | None, arm: Arm) -> bool:
 
 def budget_results(scenario: Scenario, arm: Arm, wins: list[WindowPoint], steps: Sequence[StepSummary]
                    ) -> tuple[list[RuleResult], list[WindowPoint]]:
-    """Every budget rule for the arm, and its windows with breached / unresolved rules marked."""
+    """Every budget rule for the arm, each judged at its own percentile, and its windows with breached / unresolved
+    rules marked (keeping, besides p99, only the percentiles those rules read)."""
     rules = scenario.rules
     results: list[RuleResult] = []
     breached: dict[int, list[str]] = {}
     unresolved: dict[int, list[str]] = {}
+    read: set[str] = set()
     for rule in rules.budgets:
         if not _applies(rule.arms, arm):
             continue
         budget = rule.budget_ms or scenario.slo.budget_ms(rule.metric)
-        if budget is None or rule.percentile != 99.0:
-            why = (f"no budget: set budget_ms or slo.{rule.metric}_p99_ms" if budget is None else
-                   "windowed budgets are computed on p99; set percentile: 99")
+        if budget is None:
             results.append(RuleResult(rule=rule.label, kind="budget", status="not-applicable", critical=rule.critical,
-                                      dry_run=rule.dry_run, message=why))
+                                      dry_run=rule.dry_run,
+                                      message=f"no budget: set budget_ms or slo.{rule.metric}_p99_ms"))
             continue
+        if rule.percentile != 99.0:
+            read.add(window_key(rule.metric, rule.percentile))
         outcome = evaluate_budget(rule, budget, _window_values(rule, wins), steps, rules.min_requests_per_window,
                                   rules.window_s)
         results.append(outcome.result)
@@ -91,7 +98,8 @@ def budget_results(scenario: Scenario, arm: Arm, wins: list[WindowPoint], steps:
         for i in outcome.unresolved:
             unresolved.setdefault(i, []).append(rule.label)
     marked = [w.model_copy(update={"breached": sorted(set(w.breached) | set(breached.get(i, []))),
-                                   "unresolved": sorted(set(w.unresolved) | set(unresolved.get(i, [])))})
+                                   "unresolved": sorted(set(w.unresolved) | set(unresolved.get(i, []))),
+                                   "percentiles": {k: v for k, v in w.percentiles.items() if k in read}})
               for i, w in enumerate(wins)]
     return results, marked
 

@@ -14,14 +14,14 @@ ends the step):
 The baseline's step (the reference every look compares with) ends once every percentile the comparisons use is
 resolved with room to spare (1.25 x the requests that just resolve it) and every budget is settled; its A/A re-run
 always runs its full duration. A look that fails for any reason does not stop the step. A look reads only the
-records of the step's current attempt, and a reference step only its counted attempt (:mod:`harness.rundir.attempts`).
+records of the step's current attempt; a reference step reads the rows that count, as the summary does
+(:func:`harness.rundir.attempts.counted_rows`: its counted attempt, inside that attempt's journaled span).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,9 @@ from harness.config.rules import LatencyMetric
 from harness.config.scenario import Scenario
 from harness.config.steps import StepLevel
 from harness.decision.evidence import LOWER_IS_BETTER, StepSample, improvement, regression_step, step_sample
-from harness.rundir.attempts import counted_entries, counted_mask, row_attempts
+from harness.rundir.attempts import counted_entries, counted_rows, row_attempts
+from harness.rundir.entries import StepEntry
+from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
 from harness.schema.summary import QuantileCI
 from harness.stats.error_rates import keep_alpha, regression_alpha
@@ -42,18 +44,26 @@ BASELINE_MARGIN = 1.25
 
 def _frame(parts: list[Path]) -> pd.DataFrame:
     from harness.analysis.latency import derive_latencies
-    from harness.analysis.load import _read_parts, table_to_frame
+    from harness.analysis.load import parts_table, table_to_frame
 
-    return derive_latencies(table_to_frame(_read_parts(parts)))
+    return derive_latencies(table_to_frame(parts_table(parts)))
 
 
-def _journaled(run: RunDir, arm: str, step: int) -> list[dict[str, Any]]:
-    """The journal entries of ``arm``'s ``step`` for its counted attempt; none where that attempt was cut short."""
-    from harness.rundir import journal
+def _parts(run: RunDir, arm: str, prefix: str) -> list[Path]:
+    from harness.rundir.parts import find_parts
 
-    entries = counted_entries(e for e in journal.read(run.steps) if e.get("arm") == arm
-                              and int(e.get("step", -99)) == step and not e.get("drill"))
-    return [] if any(e.get("partial") for e in entries) else entries
+    return find_parts(run.records_dir(arm), prefix)
+
+
+def reference_rows(run: RunDir, arm: str, step: int, prefix: str) -> tuple[pd.DataFrame, StepEntry] | None:
+    """The rows that count of ``arm``'s finished ``step`` (its parts start with ``prefix``) and the entry that
+    journaled them; None where the step has no journal entry yet, or its counted attempt was cut short."""
+    entries = counted_entries(e for e in read_step_entries(run, strict=False) if e.key == (arm, step)
+                              and not e.drill)
+    if not entries or any(e.partial for e in entries):
+        return None
+    df = _frame(_parts(run, arm, prefix))
+    return counted_rows(df, entries), entries[-1]
 
 
 def _step_interval(sample: StepSample, metric: LatencyMetric, q: float, confidence: float) -> QuantileCI:
@@ -91,21 +101,9 @@ class StepLooker:
 
     def _reference(self, arm: str) -> StepSample | None:
         if arm not in self._refs:
-            entries = _journaled(self.run, arm, self.step)
-            sample = None
-            if entries:
-                df = _frame(self._parts(arm))
-                if not df.empty:
-                    df = df[counted_mask(df, entries)]
-                last = entries[-1]
-                sample = step_sample(df, (int(last["end_ns"]) - int(last["start_ns"])) / 1e9, self.scenario.slo)
-            self._refs[arm] = sample
+            found = reference_rows(self.run, arm, self.step, self.prefix)
+            self._refs[arm] = step_sample(found[0], found[1].duration_s, self.scenario.slo) if found else None
         return self._refs[arm]
-
-    def _parts(self, arm: str) -> list[Path]:
-        from harness.rundir.parts import find_parts
-
-        return find_parts(self.run.records_dir(arm), self.prefix)
 
     def __call__(self, elapsed_s: float) -> str | None:
         """A reason to end the step now, or None to go on."""
@@ -124,7 +122,7 @@ class StepLooker:
 
     def _current(self, elapsed_s: float) -> StepSample | None:
         """This attempt's records of the step so far (an earlier, interrupted attempt's are left out)."""
-        df = _frame(self._parts(self.arm.name))
+        df = _frame(_parts(self.run, self.arm.name, self.prefix))
         if df.empty:
             return None
         df = df[(row_attempts(df) == self.attempt) & (df["send_ns"].to_numpy() >= self.started_ns)]

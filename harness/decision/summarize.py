@@ -2,7 +2,8 @@
 
 Reads: scenario.yaml, manifest.json, checks.json, arms.jsonl, steps.jsonl, request records, raw scrapes. Only
 requests of a step's counted attempt inside its journaled time span count (so an interrupted, resumed step is not
-counted twice; :mod:`harness.rundir.attempts`).
+counted twice; :func:`harness.rundir.attempts.counted_rows`, the selection the sequential looks and ``harness
+compare`` make too).
 """
 
 from __future__ import annotations
@@ -22,14 +23,27 @@ from harness.decision.live_config import live_config_checks
 from harness.decision.noise_floor import noise_floor, statistics_note
 from harness.decision.rules.causal import fit_rule
 from harness.decision.rules.fit import fit_screen, reuse_share
-from harness.rundir.attempts import counted_entries
-from harness.rundir.layout import RunDir
-from harness.rundir.read import check_requests, read_arm_events, read_checks, read_manifest, read_step_entries
+from harness.rundir.attempts import counted_entries, counted_rows
+from harness.rundir.entries import ArmEvent, StepEntry
+from harness.rundir.journal import read_arm_events, read_step_entries
+from harness.rundir.layout import (
+    ARMS,
+    CHECKS,
+    COMPOSE_DIR,
+    LOGS_DIR,
+    MANIFEST,
+    METRICS_DIR,
+    REPORT_FILES,
+    REQUESTS,
+    SCENARIO,
+    STEPS,
+    RunDir,
+)
+from harness.rundir.read import check_requests, read_checks, read_manifest
 from harness.rundir.resume import failure_cause
 from harness.schema.summary import (
     ArmFailure,
     ArmSummary,
-    ClientHealth,
     LaunchRecord,
     LoadTime,
     RuleResult,
@@ -37,37 +51,30 @@ from harness.schema.summary import (
     Summary,
     WindowPoint,
 )
+from harness.scrape.catalog import catalog_for_engine
+from harness.scrape.series import load_scrapes
 from harness.scrape.telemetry.steps import attach_host
 
 
-def _journaled_requests(df: pd.DataFrame, steps: list[dict[str, Any]]) -> pd.DataFrame:
-    """Keep records of each journaled (arm, step)'s counted attempt whose send time lies in that attempt's span."""
-    from harness.rundir.attempts import counted_mask
-
-    if df.empty:
-        return df
-    return df[counted_mask(df, steps)].reset_index(drop=True)
-
-
-def _arm_status(events: list[dict[str, Any]], arm: str) -> tuple[bool, ArmFailure | None, dict[str, Any]]:
+def _arm_status(events: list[ArmEvent], arm: str) -> tuple[bool, ArmFailure | None, dict[str, Any]]:
     """(ran to a final state, failure, last 'ready' identity) from arms.jsonl."""
     ran = False
     failure: ArmFailure | None = None
     info: dict[str, Any] = {}
     for e in events:
-        if e.get("arm") != arm:
+        if e.arm != arm:
             continue
-        if e.get("event") == "completed":
+        if e.event == "completed":
             ran, failure = True, None
-        elif e.get("event") == "failed":
+        elif e.event == "failed":
             ran = True
-            f = e.get("failure") or {}
-            phase, message = f.get("phase", "harness"), str(f.get("message", "unknown"))
+            f = e.failure
+            phase, message = (f.phase, f.message) if f is not None else ("harness", "unknown")
             if failure_cause(e) == "harness" and phase != "harness":  # the harness's own failure, whatever the phase
                 phase, message = "harness", f"during {phase}: {message}"
-            failure = ArmFailure(phase=phase, message=message, log_tail=[str(x) for x in f.get("log_tail", [])])
-        elif e.get("event") == "starting":
-            info["command"] = e.get("command")
+            failure = ArmFailure(phase=phase, message=message, log_tail=list(f.log_tail) if f is not None else [])
+        elif e.event == "starting":
+            info["command"] = e.command
     return ran, failure, info
 
 
@@ -89,10 +96,8 @@ def _expected(missing: list[str], has_disk: bool) -> list[str]:
 
 
 def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, has_disk: bool,
-                 steps: list[StepSummary], spans: dict[int, dict[str, Any]]) -> list[str]:
-    from harness.scrape.catalog import catalog_for_engine
-    from harness.scrape.samples import describe_missing, step_server_stats
-    from harness.scrape.series import load_scrapes
+                 steps: list[StepSummary], spans: dict[int, StepEntry]) -> list[str]:
+    from harness.scrape.samples import describe_missing, step_server_stats  # pandas
 
     metrics_dir = run.metrics_dir(arm_name)
     if not metrics_dir.exists():
@@ -104,8 +109,7 @@ def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, 
         span = spans.get(step.index)
         if span is None:
             continue
-        server, hits = step_server_stats(series, catalog, int(span["start_ns"]), int(span["end_ns"]), offload=offload,
-                                         tiered=has_disk)
+        server, hits = step_server_stats(series, catalog, span.start_ns, span.end_ns, offload=offload, tiered=has_disk)
         server.missing = _expected(server.missing, has_disk)
         hits.missing = _expected(hits.missing, has_disk)
         step.server, step.hit_tokens = server, hits
@@ -121,21 +125,20 @@ def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
     return float(cached.median()) if len(cached) else None
 
 
-def _steps_with_spans(steps: list[StepSummary], spans: dict[int, dict[str, Any]], arm: str,
+def _steps_with_spans(steps: list[StepSummary], spans: dict[int, StepEntry], arm: str,
                       warnings: list[str]) -> None:
     """Client health, planned duration and early stops from the step journal."""
     for step in steps:
         span = spans.get(step.index)
         if span is None:
             continue
-        if span.get("client"):
-            step.client = ClientHealth.model_validate(span["client"])
+        if span.client is not None and span.client.model_fields_set:  # an entry's client health, unless empty
+            step.client = span.client.model_copy(deep=True)
             if step.client.saturated:
                 warnings.append(f"{arm} step {step.index}: load generator saturated ({step.client.note})")
-        planned = span.get("planned_duration_s")
-        step.planned_duration_s = float(planned) if isinstance(planned, int | float) else None
-        step.ended_early = bool(span.get("ended_early"))
-        step.stop_reason = str(span["stop_reason"]) if span.get("stop_reason") else None
+        step.planned_duration_s = span.planned_duration_s
+        step.ended_early = span.ended_early
+        step.stop_reason = span.stop_reason or None
 
 
 def _load_time(arm_steps: list[list[StepSummary]]) -> LoadTime:
@@ -151,15 +154,15 @@ def rebuild_summary(run_dir: Path) -> Summary:
 
     run = RunDir(run_dir)
     scenario = load_scenario(run.scenario)
-    manifest = read_manifest(run)  # validated readers (harness.rundir.read): bad files name file and field
+    manifest = read_manifest(run)  # validated readers (harness.rundir.read, .journal): bad files name file and field
     checks = read_checks(run) + live_config_checks(run.root)  # external arms' live configurations (if any)
     events = read_arm_events(run)
-    step_entries = counted_entries(e for e in read_step_entries(run) if not e.get("drill"))
+    journaled = read_step_entries(run)
+    step_entries = counted_entries(e for e in journaled if not e.drill)
     check_requests(run)
-    raw_df = load_requests(run.root)
-    df = derive_latencies(raw_df)
-    spans_all = [e for e in step_entries if int(e["step"]) >= 0]
-    df = _journaled_requests(df, spans_all)
+    all_df = derive_latencies(load_requests(run.root))
+    df = counted_rows(all_df, journaled)  # the rows that count
+    spans_all = [e for e in step_entries if e.step >= 0]
     confidence = scenario.rules.confidence
     tables = analyze_arms(df, scenario.slo, scenario.rules.window_s, steps=spans_all,
                           confidence=confidence) if not df.empty else {}
@@ -170,7 +173,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
     for arm in scenario.arms:
         table = tables.get(arm.name)
         steps = table.steps if table is not None else []
-        spans = {int(e["step"]): e for e in step_entries if e["arm"] == arm.name and int(e["step"]) >= 0}
+        spans = {e.step: e for e in step_entries if e.arm == arm.name and e.step >= 0}
         _steps_with_spans(steps, spans, arm.name, warnings)
         missing += _server_side(run, scenario, arm.name, arm.tier != "gpu-only", bool(arm.fs_tiers()), steps, spans)
         attach_host(run.metrics_dir(arm.name), steps, spans)  # host telemetry per step (harness.scrape.telemetry)
@@ -195,8 +198,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
         arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
                                  fit_results, shared))
     outcome = verdict(arms)
-    all_df = derive_latencies(raw_df) if scenario.drills or scenario.steps.search else df
-    drills = drill_results(run.root, scenario, all_df)
+    drills = drill_results(run, scenario, all_df, journaled)
     capacity = capacity_section(scenario, all_df, step_entries)  # steps.search: informs, not in the verdict
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
@@ -220,7 +222,7 @@ def _hash_lists(base_df: pd.DataFrame) -> list[Any]:
     return base_df["hash_ids"].tolist() if "hash_ids" in base_df else []
 
 
-def _arm_summary(scenario: Scenario, index: int, events: list[dict[str, Any]], manifest: dict[str, Any],
+def _arm_summary(scenario: Scenario, index: int, events: list[ArmEvent], manifest: dict[str, Any],
                  run: RunDir, data: ArmData, evaluated: tuple[list[RuleResult], list[WindowPoint], set[str]],
                  extra_rules: list[RuleResult], shared: set[str] | None = None) -> ArmSummary:
     arm = scenario.arms[index]
@@ -235,14 +237,13 @@ def _arm_summary(scenario: Scenario, index: int, events: list[dict[str, Any]], m
                       steps=data.steps, rules=rules, windows=wins, failure=failure)
 
 
-def _finished_at(events: list[dict[str, Any]]) -> str:
+def _finished_at(events: list[ArmEvent]) -> str:
     """When the last arm event was journaled (from the files, so a rebuild reproduces it)."""
-    stamps = [str(e["at"]) for e in events if e.get("at")]
+    stamps = [e.at for e in events if e.at]
     return max(stamps) if stamps else ""
 
 
 def _files(run: RunDir) -> dict[str, str]:
-    names = ["manifest.json", "scenario.yaml", "requests.parquet", "steps.jsonl", "arms.jsonl", "checks.json",
-             "metrics", "logs", "compose", "summary.json", "summary.md", "junit.xml", "report.html"]
-    return {n: n for n in names if (run.root / n).exists() or n in ("summary.json", "summary.md", "junit.xml",
-                                                                      "report.html")}
+    """The run directory's files the summary lists (those present, and the reports it is written with)."""
+    found = [MANIFEST, SCENARIO, REQUESTS, STEPS, ARMS, CHECKS, METRICS_DIR, LOGS_DIR, COMPOSE_DIR]
+    return {n: n for n in [*found, *REPORT_FILES] if n in REPORT_FILES or (run.root / n).exists()}

@@ -1,18 +1,28 @@
-"""A small registry of engine adapters chosen by the scenario's ``engine.kind``."""
+"""The engine adapters, chosen by the scenario's ``engine.kind``: a registry built from the adapter classes.
+
+Each adapter class names its engine in a ``kind`` class variable; :data:`ADAPTER_CLASSES` lists them and
+:data:`REGISTRY` maps each kind to one instance. Adding an engine is one module and one entry in that tuple; nothing
+registers itself at import.
+"""
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import ClassVar, Protocol
 
 from harness.config.arms import Arm
 from harness.config.engine import EngineSpec
+from harness.engines.sim import SimAdapter
 from harness.engines.spec import LaunchSpec
+from harness.engines.trtllm import TrtllmAdapter
+from harness.engines.vllm import VllmAdapter
 
 
 class EngineAdapter(Protocol):
     """Turns an arm into a launch spec and knows its engine's quirks."""
 
-    kind: str
+    kind: ClassVar[str]
     supported_offload: tuple[str, ...]
     supports_disk_tier: bool
 
@@ -25,18 +35,12 @@ class EngineAdapter(Protocol):
         ...
 
 
-REGISTRY: dict[str, EngineAdapter] = {}
-
-
-def register(adapter: EngineAdapter) -> EngineAdapter:
-    """Add an adapter to the registry (called at import by each engine module)."""
-    REGISTRY[adapter.kind] = adapter
-    return adapter
+ADAPTER_CLASSES: tuple[type[EngineAdapter], ...] = (VllmAdapter, TrtllmAdapter, SimAdapter)
+REGISTRY: Mapping[str, EngineAdapter] = MappingProxyType({cls.kind: cls() for cls in ADAPTER_CLASSES})
 
 
 def adapter_for(kind: str) -> EngineAdapter:
     """The adapter for an engine kind."""
-    _load_builtin()
     try:
         return REGISTRY[kind]
     except KeyError:
@@ -46,9 +50,3 @@ def adapter_for(kind: str) -> EngineAdapter:
 def build_launch_spec(engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
     """Shortcut: the launch spec for ``arm`` of an engine."""
     return adapter_for(engine.kind).launch_spec(engine, arm, host_port=host_port)
-
-
-def _load_builtin() -> None:
-    # Always import all three: one adapter module imported directly (``harness.engines.vllm``) must not hide the
-    # others. Repeated imports are cached by Python.
-    from harness.engines import sim, trtllm, vllm  # noqa: F401  (import registers the adapters)

@@ -12,15 +12,15 @@ another name such as ``baseline-aa`` -- gets its own reproducible draw of the pe
 from __future__ import annotations
 
 import sys
+from typing import ClassVar
 
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
-from harness.engines.registry import register
 from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
-from harness.engines.vllm import disk_tier_volumes
 from harness.engines.vllm import offload_args as vllm_offload_args
-from harness.sim.noise import launch_seed
+from harness.engines.volumes import disk_tier_volumes
+from harness.sim.noise_spec import launch_seed
 
 CONTAINER_PORT = 8000
 
@@ -28,7 +28,7 @@ CONTAINER_PORT = 8000
 class SimAdapter:
     """The simulated engine (``harness/sim``) as a local process or in a container built from this package."""
 
-    kind = "sim"
+    kind: ClassVar[str] = "sim"
     supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector", "trtllm")
     supports_disk_tier = True
 
@@ -89,6 +89,3 @@ class SimAdapter:
             served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
             simulated=True,
         )
-
-
-ADAPTER = register(SimAdapter())

@@ -14,13 +14,12 @@ stack=67108864``. ``host_cache_size`` is bytes PER RANK (the host check counts i
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
-from harness.engines.registry import register
 from harness.engines.spec import ConfigFile, LaunchSpec, MetricsEndpoint, Volume
 from harness.engines.trtllm_versions import Release, release_for
 
@@ -92,7 +91,7 @@ def serve_args(engine: EngineSpec, release: Release, port: int, bind: str) -> li
 class TrtllmAdapter:
     """TensorRT-LLM's ``trtllm-serve`` in its NGC container or as a local process."""
 
-    kind = "trtllm"
+    kind: ClassVar[str] = "trtllm"
     supported_offload: tuple[str, ...] = ("none", "trtllm")
     supports_disk_tier = False
 
@@ -128,6 +127,3 @@ class TrtllmAdapter:
             readiness_timeout_s=engine.readiness_timeout_s, health_path=release.endpoints.health,
             metrics=metrics, served_model_name=advertised_model_name(engine.model),
         )
-
-
-ADAPTER = register(TrtllmAdapter())

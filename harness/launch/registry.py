@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from harness.config.external import ExternalServer
 from harness.launch.base import Launcher
-
-if TYPE_CHECKING:
-    from harness.config.external import ExternalServer
+from harness.launch.external import ExternalLauncher
+from harness.launch.process import ProcessLauncher
 
 
 def launcher_for(kind: str, *, allow_unpinned: bool = False, server: ExternalServer | None = None) -> Launcher:
@@ -16,12 +14,8 @@ def launcher_for(kind: str, *, allow_unpinned: bool = False, server: ExternalSer
     if kind == "external":
         if server is None:
             raise KeyError("the external launcher needs the arm's server section (server.base_url)")
-        from harness.launch.external import ExternalLauncher
-
         return ExternalLauncher(server)
     if kind == "process":
-        from harness.launch.process import ProcessLauncher
-
         return ProcessLauncher()
     if kind == "docker":
         from harness.launch.docker import DockerLauncher

@@ -22,7 +22,9 @@ from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
 from harness.load.runners import prewarm_runner, shutdown_runners
 from harness.load.step import StepRun, run_step
-from harness.rundir.parts import read_parts
+from harness.rundir.parts import PART_GLOB, read_parts
+from harness.sim.groundtruth import read_ground_truth
+from harness.sim.testing import running_sim
 from harness.workload.tokens import calibrate_tokenizer
 
 
@@ -50,8 +52,6 @@ def _workload(output: int) -> WorkloadSpec:
 
 
 def _ttft_error(rows: list[dict[str, Any]], truth_path: Path) -> float | None:
-    from harness.sim.groundtruth import read_ground_truth
-
     truth = {t["request_id"]: t for t in read_ground_truth(truth_path)}
     errors = []
     for r in rows:
@@ -63,8 +63,6 @@ def _ttft_error(rows: list[dict[str, Any]], truth_path: Path) -> float | None:
 
 def run(clients: list[str], levels: list[int], duration_s: float, output: int, time_scale: float) -> list[BenchRow]:
     """Run every (client, concurrency) pair against one simulator."""
-    from harness.sim.testing import running_sim
-
     rows: list[BenchRow] = []
     prewarm_runner()
     with tempfile.TemporaryDirectory(prefix="harness-load-bench-") as tmp, \
@@ -81,7 +79,7 @@ def run(clients: list[str], levels: list[int], duration_s: float, output: int, t
                     step_label=f"{client}-c{level}", arm="bench", records_dir=records, request_timeout_s=120.0,
                     stream_idle_timeout_s=30.0, drain_timeout_s=30.0, max_model_len=calib.max_model_len,
                     tokenizer=calib, client=client))  # type: ignore[arg-type]
-                table, _ = read_parts(sorted(records.glob("part-*.parquet")))
+                table, _ = read_parts(sorted(records.glob(PART_GLOB)))
                 data = table.to_pylist()
                 tokens = sum(r["output_tokens"] or 0 for r in data)
                 wall = (out.end_ns - out.start_ns) / 1e9

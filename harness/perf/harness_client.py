@@ -21,7 +21,7 @@ from harness.load.step import StepRun, run_step
 from harness.perf.model import ClientRun, Workload, ttft_errors
 from harness.perf.procs import CpuPlan, TreeCpuSampler
 from harness.perf.server import MODEL, truth_records
-from harness.rundir.parts import read_parts
+from harness.rundir.parts import PART_GLOB, read_parts
 from harness.workload.tokens import EXACT_WORDS
 
 RUNNER_MARK = "harness.load.locust_runner"
@@ -75,7 +75,7 @@ def run_harness(base_url: str, truth: Path, workload: Workload, cpus: CpuPlan, *
                 max_model_len=None, tokenizer=EXACT_WORDS, client=client))
         finally:
             sampler.stop()
-        table, _ = read_parts(sorted(records.glob("part-*.parquet")))
+        table, _ = read_parts(sorted(records.glob(PART_GLOB)))
         rows: list[dict[str, Any]] = table.to_pylist()
     if out.error:
         raise RuntimeError(f"the harness step failed: {out.error}")

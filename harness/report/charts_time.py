@@ -1,4 +1,5 @@
-"""Charts over time and by class: windowed p99 with breached windows, TTFT by hit class, and the runs trend."""
+"""Charts over time and by class: windowed p99 (and any other percentile a budget rule was judged at) with breached
+windows, TTFT by hit class, and the runs trend."""
 
 from __future__ import annotations
 
@@ -26,6 +27,18 @@ def _breaches_metric(label: str, metric: str) -> bool:
 
 
 UNRESOLVED_COLOUR = "#8A5A00"
+OTHER_PERCENTILE_STYLE = (0, (4, 2))
+
+
+def other_percentiles(arm: ArmSummary, metric: str) -> list[float]:
+    """The percentiles besides p99 the arm's windows carry for ``metric`` (those a budget rule was judged at)."""
+    found = set()
+    for w in arm.windows:
+        for key in w.percentiles:
+            name, _, pct = key.partition("_p")
+            if name == metric and pct:
+                found.add(float(pct))
+    return sorted(found)
 
 
 def _window_panel(ax: Axes, arm: ArmSummary, colour: str, metric: str, budget: float | None) -> bool:
@@ -42,6 +55,12 @@ def _window_panel(ax: Axes, arm: ArmSummary, colour: str, metric: str, budget: f
     split = charts_ci.split(mids, [getattr(w, field) for w in arm.windows], cis)
     charts_ci.draw(ax, split, colour, linewidth=1.3, markersize=2.5, capsize=0.0)
     xs = split.line_x + split.least_x + split.most_x
+    for pct in other_percentiles(arm, metric):
+        at = [w.quantile(metric, pct) for w in arm.windows]
+        other = charts_ci.split(mids, [a.value_ms if a else None for a in at], [a.ci if a else None for a in at])
+        charts_ci.draw(ax, other, colour, linestyle=OTHER_PERCENTILE_STYLE, linewidth=1.0, markersize=2.0,
+                       capsize=0.0)
+        xs += other.line_x + other.least_x + other.most_x
     if xs:
         bx = [(s + e) / 2 for s, e, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
         by = [v for _, _, v, b in pts if v is not None and any(_breaches_metric(x, metric) for x in b)]
@@ -70,6 +89,10 @@ def windows_chart(summary: Summary) -> Chart:
                "or the interval straddles the budget), never a pass. An open triangle is a p99 the window can only "
                "bound from below. Dotted verticals are step boundaries; red dashed lines are the SLO p99 budgets.")
     arms = [a for a in summary.arms if a.windows]
+    others = sorted({p for arm in arms for m in ("ttft", "itl") for p in other_percentiles(arm, m)})
+    if others:
+        named = "/".join(f"p{p:g}" for p in others)
+        caption += f" Thinner dashed series: each window's {named}, the percentile a budget rule was judged at."
     if not arms:
         return Chart(name, title, caption, None, "No windows were recorded.")
     with chart_style(name):
@@ -81,7 +104,8 @@ def windows_chart(summary: Summary) -> Chart:
             for col, metric in enumerate(("ttft", "itl")):
                 ax = axes[row][col]
                 drawn |= _window_panel(ax, arm, colour, metric, summary.slo.get(f"{metric}_p99_ms"))
-                ax.set_title(f"{short(arm.name, 28)}: p99 {metric.upper()} (ms)", fontsize=9, loc="left")
+                pcts = "".join(f", p{p:g} dashed" for p in other_percentiles(arm, metric))
+                ax.set_title(f"{short(arm.name, 28)}: p99{pcts} {metric.upper()} (ms)", fontsize=9, loc="left")
                 if row == len(arms) - 1:
                     ax.set_xlabel("seconds since the arm started")
         if not drawn:
@@ -90,6 +114,9 @@ def windows_chart(summary: Summary) -> Chart:
                    Patch(facecolor="none", edgecolor=UNRESOLVED_COLOUR, hatch="///", label="unresolved window"),
                    Line2D([], [], color=SLO_COLOUR, linestyle="--", label="SLO p99 budget"),
                    *charts_ci.legend_handles(summary.statistics.confidence)[1:]]
+        if others:
+            handles.append(Line2D([], [], color="#444444", linestyle=OTHER_PERCENTILE_STYLE, linewidth=1.0,
+                                  label="/".join(f"p{p:g}" for p in others) + " (a budget's percentile)"))
         fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=len(handles), fontsize=7.5)
         return Chart(name, title, caption, to_svg(fig, name))
 

@@ -4,8 +4,8 @@ Exit codes (shared/DESIGN.md): 0 done; 2 bad input (not a run directory; a missi
 file, named with its field; a scenario.yaml the loader refuses); 4 a report that could not be written (disk
 full, read-only: the message names the file and says what was kept) or any unexpected error (one line naming
 what failed; with ``--debug`` / ``HARNESS_DEBUG=1`` it goes on to :mod:`harness.core.boundary`, which adds the
-traceback). Never 1 (CI reads 1 as no-go) and never a traceback. The renderers (and matplotlib) are imported when
-a command runs, so importing this module to build the CLI stays cheap.
+traceback). Never 1 (CI reads 1 as no-go) and never a traceback. matplotlib (the HTML page) and pandas (the ratio
+intervals of ``compare``) are imported when a command runs, so importing this module to build the CLI stays cheap.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from pydantic import ValidationError
 from harness.config import ScenarioError
 from harness.core.boundary import DEBUG_ENV, debug_enabled, short_message
 from harness.core.term import safe_text
+from harness.report.compare import Comparison, comparison_lines
 from harness.report.load import ReportInputError, check_run_dir
+from harness.report.writers import html_safe_json, render_run
 from harness.rundir.bounded import describe_errors
 from harness.rundir.errors import ReportWriteError
 from harness.schema.summary import Summary
@@ -91,8 +93,6 @@ def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., 
             "--from-summary", help="render from the existing summary.json instead of recomputing it")] = False,
     ) -> None:
         """Rebuild summary.json, summary.md, junit.xml and report.html from a run directory."""
-        from harness.report.writers import render_run
-
         def work() -> dict[str, Path]:
             check_run_dir(run_dir)
             summary = rebuild(run_dir) if rebuild is not None and not from_summary else None
@@ -115,9 +115,7 @@ def compare_command(
 ) -> None:
     """Show what changed from RUN_A to RUN_B: verdict, decisions, p99 TTFT/ITL, throughput, hit rate (B/A), with
     percentile intervals and B/A ratio intervals computed from both runs' requests.parquet."""
-    from harness.report.compare import Comparison, comparison_lines
-    from harness.report.compare_ratios import compare_runs
-    from harness.report.writers import html_safe_json
+    from harness.report.compare_ratios import compare_runs  # pandas: only when two runs are compared
 
     def work() -> Comparison:
         check_run_dir(run_a)

@@ -10,9 +10,11 @@ Per arm (matched by name) and step (matched by index), with :mod:`harness.stats.
   request are correlated, so this interval can be too narrow); unresolved whenever either summary's p99 ITL is;
 * **output tokens/s**: :func:`~harness.stats.intervals.sum_ratio` of output tokens over each step's duration.
 
-When either run lacks its request records, or they cannot be read (not Parquet, wrong column types), the
-comparison uses the summaries' figures alone and says so, with the reason; a step without records on one side gets
-no interval (its summary ratio stands, marked ``?`` when a percentile is unresolved).
+Each run's rows are those its summary judged (:func:`harness.rundir.attempts.counted_rows`: a step's counted
+attempt, inside that attempt's journaled span). When either run lacks its request records, or they (or its
+``steps.jsonl``) cannot be read (not Parquet, wrong column types), the comparison uses the summaries' figures alone
+and says so, with the reason; a step without records on one side gets no interval (its summary ratio stands, marked
+``?`` when a percentile is unresolved).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pandas as pd
 from harness.report.compare import Comparison, Intervals, compare_summaries
 from harness.report.load import load_summary
 from harness.rundir.errors import ReportInputError
+from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
 from harness.rundir.read import check_requests
 from harness.schema.summary import ArmSummary, RatioCI, Summary
@@ -39,18 +42,17 @@ F64 = npt.NDArray[np.float64]
 def has_requests(run_dir: Path) -> bool:
     """Whether the run kept its request records (``requests.parquet`` or the per-arm parts)."""
     run = RunDir(run_dir)
-    return run.requests.is_file() or any((run.root / "records").glob("*/*.parquet"))
+    return run.requests.is_file() or bool(run.record_parts())
 
 
 def load_frame(run_dir: Path) -> pd.DataFrame:
-    """The run's requests with derived latencies (TTFT, output tokens); rows of superseded attempts left out."""
+    """The run's requests that count, as its summary judged them (:func:`~harness.rundir.attempts.counted_rows`),
+    with derived latencies (TTFT, output tokens)."""
     from harness.analysis import load_requests
     from harness.analysis.latency import ensure_derived
-    from harness.core.jsonl import read_objects
-    from harness.rundir.attempts import superseded_mask
+    from harness.rundir.attempts import counted_rows
 
-    frame = load_requests(run_dir)
-    frame = frame[~superseded_mask(frame, read_objects(RunDir(run_dir).steps))].reset_index(drop=True)
+    frame = counted_rows(load_requests(run_dir), read_step_entries(RunDir(run_dir)))
     return ensure_derived(frame)
 
 

@@ -23,6 +23,7 @@ from harness.report.links import safe_href
 from harness.report.load import ReportInputError, load_summary_file
 from harness.report.templating import html_env, slug
 from harness.report.writers import html_safe_json, write_files
+from harness.rundir.layout import REPORT_HTML, RunDir
 from harness.schema.summary import QuantileCI, Summary
 
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
@@ -67,10 +68,11 @@ def _unreadable(run_dir: Path, reason: str) -> IndexEntry:
 
 
 def _entry(run_dir: Path) -> IndexEntry:
-    href = safe_href(f"{run_dir.name}/report.html")
+    files = RunDir(run_dir)
+    href = safe_href(f"{run_dir.name}/{REPORT_HTML}")
     try:
-        summary = load_summary_file(run_dir / "summary.json")
-        return _from_summary(run_dir, summary, href if (run_dir / "report.html").is_file() else None)
+        summary = load_summary_file(files.summary_json)
+        return _from_summary(run_dir, summary, href if files.report_html.is_file() else None)
     except ReportInputError as exc:
         return _unreadable(run_dir, str(exc))
     except Exception as exc:  # one odd run must not stop the index of all the others
@@ -106,7 +108,8 @@ def scan_runs(results_dir: Path) -> tuple[list[IndexEntry], int]:
 
 def _is_run(path: Path) -> bool:
     try:
-        return path.is_dir() and ((path / "summary.json").exists() or (path / "summary.json").is_symlink())
+        summary = RunDir(path).summary_json
+        return path.is_dir() and (summary.exists() or summary.is_symlink())
     except OSError:  # a folder the harness may not look into is not listed
         return False
 

@@ -7,21 +7,36 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
+from harness.rundir.layout import (
+    COMPOSE_DIR,
+    JUNIT,
+    LOGS_DIR,
+    MANIFEST,
+    METRICS_DIR,
+    REQUESTS,
+    SCENARIO,
+    STEPS,
+    SUMMARY_JSON,
+    SUMMARY_MD,
+    compose_name,
+    log_name,
+)
 from harness.schema.summary import Summary
 
 # (relative path, what it holds) in the order the report lists them; see harness.rundir.layout.
 LAYOUT: tuple[tuple[str, str], ...] = (
-    ("manifest.json", "versions, image digests, host, scenario hash, exact launch commands"),
-    ("scenario.yaml", "the scenario as resolved"),
-    ("requests.parquet", "one row per request"),
-    ("steps.jsonl", "step boundaries"),
-    ("metrics/", "raw scrapes and canonical samples per arm"),
-    ("logs/", "server logs (secrets redacted)"),
-    ("compose/", "compose files reproducing each arm's launch"),
-    ("summary.json", "this report's numbers as data"),
-    ("summary.md", "short summary for CI and pull requests"),
-    ("junit.xml", "rules and decisions as test cases"),
+    (MANIFEST, "versions, image digests, host, scenario hash, exact launch commands"),
+    (SCENARIO, "the scenario as resolved"),
+    (REQUESTS, "one row per request"),
+    (STEPS, "step boundaries"),
+    (f"{METRICS_DIR}/", "raw scrapes and canonical samples per arm"),
+    (f"{LOGS_DIR}/", "server logs (secrets redacted)"),
+    (f"{COMPOSE_DIR}/", "compose files reproducing each arm's launch"),
+    (SUMMARY_JSON, "this report's numbers as data"),
+    (SUMMARY_MD, "short summary for CI and pull requests"),
+    (JUNIT, "rules and decisions as test cases"),
 )
+_PER_ARM = (f"{LOGS_DIR}/", f"{COMPOSE_DIR}/")  # folders whose files are listed only where they exist
 _SAFE_SEGMENT = re.compile(r"^[^\x00-\x1f\x7f\\]+$")
 
 
@@ -51,8 +66,8 @@ def raw_links(summary: Summary, run_dir: Path | None) -> list[RawLink]:
     """Links to the layout's files, per-arm logs and compose files, and the summary's own ``files`` entries."""
     wanted: list[tuple[str, str]] = list(LAYOUT)
     for arm in summary.arms:
-        wanted.append((f"logs/{arm.name}.log", f"server log of arm {arm.name}"))
-        wanted.append((f"compose/{arm.name}.yaml", f"compose file for arm {arm.name}"))
+        wanted.append((log_name(arm.name), f"server log of arm {arm.name}"))
+        wanted.append((compose_name(arm.name), f"compose file for arm {arm.name}"))
         if arm.launch is not None and arm.launch.compose_file:
             wanted.append((arm.launch.compose_file, f"compose file for arm {arm.name}"))
     for name, rel in summary.files.items():
@@ -66,7 +81,7 @@ def raw_links(summary: Summary, run_dir: Path | None) -> list[RawLink]:
             continue
         seen.add(key)
         exists = run_dir is not None and (run_dir / key).exists()
-        per_arm = rel.startswith(("logs/", "compose/")) and rel not in ("logs/", "compose/")
+        per_arm = rel.startswith(_PER_ARM) and rel not in _PER_ARM
         if per_arm and not exists:
             continue  # only list per-arm files that are there
         links.append(RawLink(path=rel, href=href, description=description, exists=exists))

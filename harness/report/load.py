@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from harness.core.input_files import MIB
 from harness.rundir.bounded import describe_errors, read_json
 from harness.rundir.errors import ReportInputError
-from harness.rundir.layout import RunDir
+from harness.rundir.layout import SUMMARY_JSON, RunDir
 from harness.schema.summary import SCHEMA_VERSION, Summary
 
 MAX_SUMMARY_BYTES = 64 * MIB  # a summary.json larger than this is not one the harness wrote
@@ -22,7 +22,7 @@ def load_summary_file(path: Path) -> Summary:
 
     The file must be a regular file of at most :data:`MAX_SUMMARY_BYTES`, nested at most
     :data:`~harness.rundir.bounded.MAX_DEPTH` deep."""
-    data = read_json(path, max_bytes=MAX_SUMMARY_BYTES, what="summary.json",
+    data = read_json(path, max_bytes=MAX_SUMMARY_BYTES, what=SUMMARY_JSON,
                      missing="not found (a run directory holds summary.json; was the run finished, or is this the "
                              "right directory?)")
     if not isinstance(data, dict):

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from harness.report import sample_stats as stats
+from harness.report.writers import summary_json_text
+from harness.rundir.layout import COMPOSE_DIR, LOGS_DIR, MANIFEST, METRICS_DIR, REQUESTS, SCENARIO, RunDir
 from harness.schema.summary import (
     ArmSummary,
     CheckItem,
@@ -227,27 +229,26 @@ def sample_summary(model_name: str = DEFAULT_MODEL, *, simulated: bool = True, s
         host={"hostname": "bench-01", "cpu_model": "AMD EPYC 9454", "cpus": 96, "mem_total_gib": 768.0,
               "gpu": "simulated", "os": "Debian 12"},
         versions={"harness": "0.1.0", "python": "3.11.7", "engine": f"sim 0.1.0 ({model_name})"},
-        files={"manifest": "manifest.json", "scenario": "scenario.yaml", "requests": "requests.parquet",
-               "metrics": "metrics/", "logs": "logs/", "compose": "compose/"},
+        files={"manifest": MANIFEST, "scenario": SCENARIO, "requests": REQUESTS, "metrics": f"{METRICS_DIR}/",
+               "logs": f"{LOGS_DIR}/", "compose": f"{COMPOSE_DIR}/"},
     )
 
 
 def write_sample_run(run_dir: Path, summary: Summary | None = None) -> Path:
     """Write a minimal run directory (summary.json plus small raw files) for tests and the benchmark."""
-    from harness.report.writers import summary_json_text
-
     summary = summary or sample_summary()
     run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "summary.json").write_text(summary_json_text(summary), encoding="utf-8")
-    (run_dir / "manifest.json").write_text(json.dumps({"run_id": summary.run_id, "engine": summary.engine}, indent=2)
-                                           + "\n", encoding="utf-8")
-    (run_dir / "scenario.yaml").write_text(f"name: {summary.scenario}\n", encoding="utf-8")
-    for sub in ("metrics", "logs", "compose"):
+    files = RunDir(run_dir)
+    files.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
+    files.manifest.write_text(json.dumps({"run_id": summary.run_id, "engine": summary.engine}, indent=2) + "\n",
+                              encoding="utf-8")
+    files.scenario.write_text(f"name: {summary.scenario}\n", encoding="utf-8")
+    for sub in (METRICS_DIR, LOGS_DIR, COMPOSE_DIR):
         (run_dir / sub).mkdir(exist_ok=True)
     for arm in summary.arms:
         if not _SAFE_NAME.match(arm.name):
             continue
-        (run_dir / "logs" / f"{arm.name}.log").write_text("server started\n", encoding="utf-8")
+        files.log(arm.name).write_text("server started\n", encoding="utf-8")
     return run_dir
 
 

@@ -18,6 +18,7 @@ from harness.report.junit import render_junit
 from harness.report.load import check_run_dir, load_summary
 from harness.report.markdown import render_markdown
 from harness.rundir.errors import ReportWriteError
+from harness.rundir.layout import JUNIT, REPORT_HTML, SUMMARY_JSON, SUMMARY_MD
 from harness.schema.summary import Summary
 
 Renderer = Callable[[Summary, Path], str]
@@ -44,10 +45,10 @@ def _html(summary: Summary, run_dir: Path) -> str:
 
 
 WRITERS: dict[str, tuple[str, Renderer]] = {
-    "json": ("summary.json", lambda summary, _run_dir: summary_json_text(summary)),
-    "md": ("summary.md", lambda summary, _run_dir: render_markdown(summary)),
-    "junit": ("junit.xml", lambda summary, _run_dir: render_junit(summary)),
-    "html": ("report.html", _html),
+    "json": (SUMMARY_JSON, lambda summary, _run_dir: summary_json_text(summary)),
+    "md": (SUMMARY_MD, lambda summary, _run_dir: render_markdown(summary)),
+    "junit": (JUNIT, lambda summary, _run_dir: render_junit(summary)),
+    "html": (REPORT_HTML, _html),
 }
 
 

@@ -11,22 +11,33 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config.arms import Arm
 from harness.config.steps import StepLevel
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import LaunchError, RunningServer
+from harness.launch.external import scrape_target
 from harness.plan.load_layout import LoadLayout
+from harness.run.arm_errors import ArmInterrupted, StepProblem
+from harness.run.arm_server import start_fresh, wait_fresh_ready
+from harness.run.capacity import run_search
 from harness.run.context import RunContext
+from harness.run.drills import run_drills
+from harness.run.external_arm import attach, wait_attached_ready
+from harness.run.live_guard import verify
+from harness.rundir import journal
+from harness.rundir.entries import StepEntry
 from harness.rundir.records import WARMUP_STEP
 from harness.rundir.resume import ATTEMPT_EVENT, Cause, next_attempt
+from harness.scrape.scraper import Scraper
+from harness.scrape.telemetry.sampler import HostSampler, scenario_disk_dirs
+from harness.workload.tokens import calibrate_tokenizer
+
+if TYPE_CHECKING:
+    from harness.load.step import StepRun
 
 FORCED_STOP_S = 3.0  # a forced stop (second Ctrl-C) waits at most this long for the server to go
-
-
-class ArmInterrupted(Exception):
-    """The run was cancelled (Ctrl-C / SIGTERM) during this arm."""
 
 
 @dataclass
@@ -38,14 +49,6 @@ class ArmResult:
     steps_done: int
     failure: dict[str, Any] | None = None
     cause: Cause = "server"  # of a failure: the server's, or the harness's own (redone by --resume)
-
-
-@dataclass(frozen=True)
-class StepProblem:
-    """Why a step could not go on, and whose failure it was."""
-
-    message: str
-    cause: Cause
 
 
 def _failure(phase: str, message: str, log_tail: list[str]) -> dict[str, Any]:
@@ -73,21 +76,20 @@ class ArmRunner:
 
     def launch(self, *, keep_disk_tier: bool = False, host_port: int | None = None) -> RunningServer:
         """Start a fresh server (or attach to an external one) and wait until it is ready; raises LaunchError.
-        A restart drill keeps the disk tier (``keep_disk_tier``); see :mod:`harness.run.arm_server`."""
+        A restart drill keeps the disk tier (``keep_disk_tier``); see :mod:`harness.run.arm_server`. The spec and the
+        server are kept as soon as they exist, so a failure or a forced stop during the wait still stops it."""
         if self.arm.server is not None:  # an existing deployment (engine.launcher: external): attach, start nothing
-            from harness.run.external_arm import attach
-
-            return attach(self)
-        from harness.run.arm_server import launch_fresh
-
-        return launch_fresh(self, keep_disk_tier=keep_disk_tier, port=host_port)
+            spec, server = attach(self)
+            self.spec, self.server = spec, server
+            wait_attached_ready(self, spec, server)
+            return server
+        fresh = start_fresh(self, keep_disk_tier=keep_disk_tier, port=host_port)
+        self.spec, self.server = fresh.spec, fresh.server
+        wait_fresh_ready(self, fresh)
+        return fresh.server
 
     def run(self) -> ArmResult:
         """The whole arm; never raises for server problems (they become a failed result)."""
-        from harness.scrape.scraper import Scraper
-        from harness.scrape.telemetry.sampler import HostSampler, scenario_disk_dirs
-        from harness.workload.tokens import calibrate_tokenizer
-
         steps_done = self.start_step
         scraper: Scraper | None = None
         host: HostSampler | None = None
@@ -100,13 +102,9 @@ class ArmRunner:
                 return self._fail(exc.phase, exc.message, exc.log_tail, steps_done)
             assert self.spec is not None
             if self.arm.server is not None:  # the one-dimension guard on a live server, before any step
-                from harness.run.live_guard import verify
-
                 refused = verify(self, server)
                 if refused is not None:
                     return self._fail("live-config", refused, [], steps_done)
-            from harness.launch.external import scrape_target
-
             scraper = Scraper(*scrape_target(server.base_url, self.spec, self.arm.server),
                               self.ctx.run.metrics_dir(self.arm.name),
                               self.ctx.scenario.steps.scrape_interval_s, cancel=self.ctx.cancel)
@@ -118,13 +116,13 @@ class ArmRunner:
                                             cancel=self.ctx.cancel)
             warm = _level_for_warmup(self.ctx)
             if warm is not None:
-                outcome = self._step(server, scraper, tokenizer, WARMUP_STEP, "warmup", warm)
+                outcome = self.run_journaled_step(server, scraper, tokenizer, WARMUP_STEP, "warmup", warm)
                 if outcome is not None:
                     return self._fail("step", outcome.message, self._tail(), steps_done, outcome.cause)
             levels = self.ctx.scenario.steps.levels
             for index in range(self.start_step, len(levels)):
-                problem = self._step(server, scraper, tokenizer, index, levels[index].label, levels[index],
-                                     **self._sequential(index, levels[index]))
+                problem = self.run_journaled_step(server, scraper, tokenizer, index, levels[index].label,
+                                                  levels[index], **self._sequential(index, levels[index]))
                 if problem is not None:
                     return self._fail("step", problem.message, self._tail(), steps_done, problem.cause)
                 steps_done = index + 1
@@ -191,14 +189,10 @@ class ArmRunner:
         would change the state the probes measure); see :mod:`harness.run.capacity`."""
         if self.ctx.scenario.steps.search is None:
             return None
-        from harness.run.capacity import run_search
-
         return run_search(self, server, scraper, tokenizer)
 
     def _after_steps(self, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
         """Hook for drills (see :mod:`harness.run.drills`)."""
-        from harness.run.drills import run_drills
-
         run_drills(self, server, scraper, tokenizer)
 
     def _tail(self) -> list[str]:
@@ -214,15 +208,15 @@ class ArmRunner:
 
     def _attempt(self, index: int, label: str, drill: str | None = None, drill_phase: str | None = None) -> int:
         """The number the next try of this step will have (see :mod:`harness.rundir.attempts`)."""
-        from harness.rundir import journal
         from harness.rundir.parts import find_parts, part_prefix
 
         earlier = bool(find_parts(self.ctx.run.records_dir(self.arm.name), part_prefix(index, label, drill,
                                                                                          drill_phase)))
-        return next_attempt(journal.read(self.ctx.arms_journal), self.arm.name, index, earlier_records=earlier)
+        events = journal.read_arm_events(self.ctx.run, strict=False)
+        return next_attempt(events, self.arm.name, index, earlier_records=earlier)
 
     def step_run(self, base_url: str, tokenizer: Any, index: int, label: str, level: StepLevel,
-                 **extra: Any) -> Any:
+                 **extra: Any) -> StepRun:
         """The load generator's request for one step (also used by drills); journals the step's new attempt."""
         from harness.load import StepRun
 
@@ -238,9 +232,10 @@ class ArmRunner:
                        tokenizer=tokenizer, trace_base_dir=self.ctx.scenario_dir, **self.load.step_fields(),
                        **extra)
 
-    def _step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
-              level: StepLevel, journal_extra: dict[str, Any] | None = None, **extra: Any) -> StepProblem | None:
-        """Run one step; returns why it could not go on, or None. Raises ArmInterrupted on cancel.
+    def run_journaled_step(self, server: RunningServer, scraper: Any, tokenizer: Any, index: int, label: str,
+                           level: StepLevel, journal_extra: dict[str, Any] | None = None,
+                           **extra: Any) -> StepProblem | None:
+        """Run one step and journal it; returns why it could not go on, or None. Raises ArmInterrupted on cancel.
         ``journal_extra`` goes into the step's journal entry (a capacity probe's ``search`` object)."""
         from harness.load import run_step
 
@@ -258,17 +253,15 @@ class ArmRunner:
         if self.ctx.cancel.is_set() or outcome.interrupted:
             raise ArmInterrupted
         dead = not server.alive()
-        entry = {"arm": self.arm.name, "step": index, "label": label, "concurrency": level.concurrency,
-                 "rate_rps": level.rate_rps, "start_ns": outcome.start_ns, "end_ns": outcome.end_ns,
-                 "start_wall_ns": outcome.start_wall_ns, "end_wall_ns": outcome.end_wall_ns,
-                 "warmup": index == WARMUP_STEP, "requests": outcome.requests, "errors": outcome.errors,
-                 "client": self.load.after_step(outcome.client, what).model_dump(),
-                 "partial": bool(dead or outcome.error),
-                 "error": outcome.error, "recorded_at": time.time(), "planned_duration_s": level.duration_s,
-                 "ended_early": outcome.ended_early, "stop_reason": outcome.stop_reason, "attempt": req.attempt}
-        entry.update({k: v for k, v in extra.items() if k in ("drill", "drill_phase")})
-        entry.update(journal_extra or {})
-        self.ctx.record_step(entry)
+        self.ctx.record_step(StepEntry(
+            arm=self.arm.name, step=index, label=label, concurrency=level.concurrency, rate_rps=level.rate_rps,
+            start_ns=outcome.start_ns, end_ns=outcome.end_ns, start_wall_ns=outcome.start_wall_ns,
+            end_wall_ns=outcome.end_wall_ns, warmup=index == WARMUP_STEP, requests=outcome.requests,
+            errors=outcome.errors, client=self.load.after_step(outcome.client, what),
+            partial=bool(dead or outcome.error), error=outcome.error, recorded_at=time.time(),
+            planned_duration_s=level.duration_s,
+            ended_early=outcome.ended_early, stop_reason=outcome.stop_reason, attempt=req.attempt,
+            **{k: v for k, v in extra.items() if k in ("drill", "drill_phase")}, **(journal_extra or {})))
         if outcome.ended_early:
             self.ctx.say(f"[{self.arm.name}] {what} ended early: {outcome.stop_reason}")
         spread = outcome.client.processes > 1 or outcome.client.remote_processes > 0

@@ -9,8 +9,9 @@ the run's other files. External deployments never come here (:mod:`harness.run.e
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from harness.config.engine import EngineSpec
 from harness.config.env_refs import resolve_env
@@ -20,12 +21,20 @@ from harness.host import disk_tier
 from harness.launch.base import LaunchContext, LaunchError, RunningServer
 from harness.launch.readiness import wait_ready
 from harness.launch.registry import launcher_for
+from harness.run.arm_handle import ArmHandle
 from harness.run.manifest import launch_entry
 from harness.run.ports import free_port, port_is_free
 from harness.secrets.flags import masked_command_line
 
-if TYPE_CHECKING:
-    from harness.run.arm import ArmRunner
+
+@dataclass(frozen=True)
+class FreshServer:
+    """A server just started for the arm, not ready yet: the runner keeps ``spec`` and ``server`` before the wait for
+    readiness, so a failure (or a forced stop) during the wait still stops it."""
+
+    spec: LaunchSpec
+    server: RunningServer
+    manifest_entry: dict[str, Any]  # its launch entry in the manifest, completed once the server says who it is
 
 
 def host_port(engine: EngineSpec) -> int:
@@ -35,7 +44,7 @@ def host_port(engine: EngineSpec) -> int:
     return free_port()
 
 
-def _prepare_disk_tiers(runner: ArmRunner, *, keep: bool) -> None:
+def _prepare_disk_tiers(runner: ArmHandle, *, keep: bool) -> None:
     for tier in runner.arm.fs_tiers():
         try:
             disk_tier.claim(Path(tier.root_dir), runner.ctx.run_id)
@@ -48,7 +57,7 @@ def _prepare_disk_tiers(runner: ArmRunner, *, keep: bool) -> None:
             raise LaunchError(f"disk tier: {exc}", phase="start") from None
 
 
-def write_compose(runner: ArmRunner, spec: LaunchSpec) -> None:
+def write_compose(runner: ArmHandle, spec: LaunchSpec) -> None:
     """A compose file reproducing a container launch; for a local process, a shell script with its command."""
     path = runner.ctx.run.compose(runner.arm.name)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,14 +71,12 @@ def write_compose(runner: ArmRunner, spec: LaunchSpec) -> None:
     path.with_suffix(".sh").write_text(render_script(spec), encoding="utf-8")
 
 
-def launch_fresh(runner: ArmRunner, *, keep_disk_tier: bool = False, port: int | None = None) -> RunningServer:
-    """Start the arm's server and wait until it is ready (``runner.server`` / ``runner.spec`` are set as soon as
-    they exist, so a failure later still stops it); raises LaunchError."""
+def start_fresh(runner: ArmHandle, *, keep_disk_tier: bool = False, port: int | None = None) -> FreshServer:
+    """Start the arm's server (not waiting for it to be ready, :func:`wait_fresh_ready` does); raises LaunchError."""
     ctx, arm, engine = runner.ctx, runner.arm, runner.engine
     _prepare_disk_tiers(runner, keep=keep_disk_tier)
     spec = build_launch_spec(engine, arm, host_port=port or host_port(engine))
     spec = spec.model_copy(update={"env": resolve_env(spec.env)})
-    runner.spec = spec
     launcher = launcher_for(engine.effective_launcher, allow_unpinned=ctx.allow_unpinned
                             or ctx.scenario.checks.allow_unpinned)
     lctx = LaunchContext(run_id=ctx.run_id, log_path=ctx.run.log(arm.name),
@@ -81,12 +88,15 @@ def launch_fresh(runner: ArmRunner, *, keep_disk_tier: bool = False, port: int |
     ctx.manifest["launches"].append(entry)
     ctx.save_manifest()
     write_compose(runner, spec)
-    server = launcher.start(spec, lctx)
-    runner.server = server
+    return FreshServer(spec, launcher.start(spec, lctx), entry)
+
+
+def wait_fresh_ready(runner: ArmHandle, fresh: FreshServer) -> None:
+    """Record the started server's identity, then wait until it is ready; raises LaunchError."""
+    ctx, arm, spec, server = runner.ctx, runner.arm, fresh.spec, fresh.server
     identity = server.identity()
-    entry.update(launch_entry(spec, identity))
+    fresh.manifest_entry.update(launch_entry(spec, identity))
     ctx.save_manifest()
     waited = wait_ready(server, spec.readiness_timeout_s, cancel=ctx.cancel)
     ctx.record_arm(arm.name, "ready", seconds=round(waited, 3), identity=identity)
     ctx.say(f"[{arm.name}] ready after {waited:.1f} s at {server.base_url}")
-    return server

@@ -18,11 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import typer
 
 from harness.config.scenario import Scenario
+from harness.engines import build_launch_spec
+from harness.load.runners import prewarm_runner, shutdown_runners
 from harness.plan.power.model import LevelRate, Throughput
 from harness.plan.power.rates import PowerInputError
 from harness.plan.power.resolve import sigma_from_quantiles
+from harness.sim.cli import sim_app
+from harness.sim.testing import SimStartError, running_sim
+from harness.workload.tokens import calibrate_tokenizer
 
 DEFAULT_SECONDS = 5.0
 MAX_SECONDS = 60.0
@@ -31,10 +37,6 @@ _NOT_SERVE_FLAGS = {"host", "port", "ground_truth"}
 
 def serve_params(args: list[str]) -> dict[str, Any]:
     """The ``harness sim serve`` parameters (typed, as the command parses them) of a launch spec's arguments."""
-    import typer
-
-    from harness.sim.cli import sim_app
-
     group: Any = typer.main.get_command(sim_app)  # typer's own click: no public type to check against
     command = group.commands["serve"]
     try:
@@ -77,11 +79,7 @@ def _sigmas(records: Path) -> dict[str, list[float]]:
 def calibrate(scenario: Scenario, seconds: float = DEFAULT_SECONDS,
               say: Callable[[str], None] | None = None) -> Throughput:
     """Measure every level's rate on the simulator (bounded: ``seconds`` per level plus start-up)."""
-    from harness.engines import build_launch_spec
     from harness.load import StepRun, run_step
-    from harness.load.runners import prewarm_runner, shutdown_runners
-    from harness.sim.testing import SimStartError, running_sim
-    from harness.workload.tokens import calibrate_tokenizer
 
     if scenario.engine.kind != "sim":
         raise PowerInputError(f"--calibrate needs engine.kind: sim (this scenario runs {scenario.engine.kind}); on "

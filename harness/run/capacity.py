@@ -10,7 +10,7 @@ entry carries ``search: {session, probe, load, extended}``; it is judged from it
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.config.search import SearchSpec, fmt_load, slo_text
 from harness.config.steps import StepLevel
@@ -22,11 +22,12 @@ from harness.decision.capacity_summary import (
     probe_step_summaries,
     session,
 )
+from harness.launch.base import RunningServer
+from harness.run.arm_errors import StepProblem
+from harness.run.arm_handle import ArmHandle
+from harness.rundir import journal
+from harness.rundir.entries import ProbeSearch, StepEntry
 from harness.schema.summary import CapacityProbe
-
-if TYPE_CHECKING:
-    from harness.launch.base import RunningServer
-    from harness.run.arm import ArmRunner, StepProblem
 
 
 def _level(spec: SearchSpec, kind: str, probe: Probe) -> StepLevel:
@@ -37,27 +38,25 @@ def _level(spec: SearchSpec, kind: str, probe: Probe) -> StepLevel:
                      requests=requests, think_time_s=spec.think_time_s)
 
 
-def _earlier(runner: ArmRunner) -> list[dict[str, Any]]:
-    from harness.rundir import journal
-
-    return [e for e in journal.read(runner.ctx.run.steps)
-            if e.get("arm") == runner.arm.name and is_probe_index(int(e.get("step", 0)))]
+def _earlier(runner: ArmHandle) -> list[StepEntry]:
+    return [e for e in journal.read_step_entries(runner.ctx.run, strict=False)
+            if e.arm == runner.arm.name and is_probe_index(e.step)]
 
 
-def _judge(runner: ArmRunner, spec: SearchSpec, index: int, label: str) -> CapacityProbe:
+def _judge(runner: ArmHandle, spec: SearchSpec, index: int, label: str) -> CapacityProbe:
     """The probe just run, judged from its records and journal entry."""
     from harness.analysis.latency import derive_latencies
     from harness.analysis.load import table_to_frame
     from harness.rundir.parts import find_parts, part_prefix, read_parts
 
-    entry = [e for e in _earlier(runner) if int(e["step"]) == index][-1]
+    entry = [e for e in _earlier(runner) if e.step == index][-1]
     table, _ = read_parts(find_parts(runner.ctx.run.records_dir(runner.arm.name), part_prefix(index, label)))
     df = derive_latencies(table_to_frame(table))
     steps = probe_step_summaries(runner.ctx.scenario, df, [entry])
     return probe_result(spec, entry, steps[0] if steps else None)
 
 
-def run_search(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer: Any) -> StepProblem | None:
+def run_search(runner: ArmHandle, server: RunningServer, scraper: Any, tokenizer: Any) -> StepProblem | None:
     """The arm's capacity search; returns why it could not go on (the server died), or None. Only the scenario's
     arms search (not the baseline's A/A re-run)."""
     scenario = runner.ctx.scenario
@@ -68,7 +67,7 @@ def run_search(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer
     kind = scenario.steps.search_kind
     earlier = _earlier(runner)
     this_session = max((session(e) for e in earlier), default=0) + 1
-    k = max((PROBE_BASE - int(e["step"]) + 1 for e in earlier), default=0)
+    k = max((PROBE_BASE - e.step + 1 for e in earlier), default=0)
     runner.ctx.say(f"[{arm}] capacity search: the highest load with {slo_text(spec)}, "
                    f"{fmt_load(kind, spec.low)} to {fmt_load(kind, spec.high)}, at most {spec.max_probes} probes")
     probes: list[Probe] = []
@@ -80,9 +79,9 @@ def run_search(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer
             break
         index, label = probe_index(k), probe_label(kind, nxt.load)
         k += 1
-        info = {"session": this_session, "probe": len(probes) + 1, "load": nxt.load, "extended": nxt.extended}
-        problem = runner._step(server, scraper, tokenizer, index, label, _level(spec, kind, nxt),
-                               journal_extra={"search": info})
+        info = ProbeSearch(session=this_session, probe=len(probes) + 1, load=nxt.load, extended=nxt.extended)
+        problem = runner.run_journaled_step(server, scraper, tokenizer, index, label, _level(spec, kind, nxt),
+                                           journal_extra={"search": info})
         if problem is not None:
             return problem
         result = _judge(runner, spec, index, label)

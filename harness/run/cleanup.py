@@ -19,21 +19,20 @@ from typing import Annotated
 import typer
 
 from harness.core.term import safe_text
+from harness.host import pidfiles
 from harness.host.leftovers import Leftover, Selection, container_leftovers, select
 from harness.host.owner import process_alive
+from harness.host.state import StateDirError, user_dir
 from harness.launch.containers import labelled_containers, remove_container
+from harness.load.runners import dir_owner, runner_dirs
 
 
 def _process_leftovers(run_id: str | None) -> list[Leftover]:
-    from harness.host import pidfiles
-
     return [Leftover("process", r.run_id, r.state, r.describe(), r.why, functools.partial(pidfiles.stop, r),
                      removable=r.local) for r in pidfiles.records(run_id)]
 
 
 def _runner_dir_leftovers() -> list[Leftover]:
-    from harness.load.runners import dir_owner, runner_dirs
-
     out = []
     for path in runner_dirs():
         owner = dir_owner(path)
@@ -121,8 +120,6 @@ def cleanup_command(
     """Remove servers left by interrupted runs: local processes (from the pid files the process launcher keeps),
     containers (found by the harness's labels) and load-runner temp dirs. Without --run-id or --all-stale it only
     lists what it finds, live and stale, and removes nothing."""
-    from harness.host.state import StateDirError, user_dir
-
     if force and run_id is None:
         typer.echo("--force needs --run-id: it names the one run whose live servers may be stopped", err=True)
         raise typer.Exit(2)

@@ -18,6 +18,7 @@ from harness.config.scenario import Scenario
 from harness.config.secret_values import scenario_secret_values, without_references
 from harness.host.facts import HostFacts
 from harness.rundir import journal
+from harness.rundir.entries import ArmEvent, StepEntry
 from harness.rundir.layout import RunDir
 from harness.secrets.redact import Redactor
 
@@ -45,18 +46,15 @@ class RunContext:
         printer = self.say
         self.say = lambda message: printer(self.redactor(str(message)))
 
-    @property
-    def arms_journal(self) -> Path:
-        return self.run.root / "arms.jsonl"
-
     def record_arm(self, arm: str, event: str, **fields: Any) -> None:
-        """Append an arm event (starting, ready, completed, failed, interrupted) to arms.jsonl."""
+        """Append an arm event (starting, ready, attempt, completed, failed, interrupted, ...) to arms.jsonl
+        (:class:`~harness.rundir.entries.ArmEvent`; ``fields`` are its other keys)."""
         at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        journal.append(self.arms_journal, self.redactor.deep({"arm": arm, "event": event, "at": at, **fields}))
+        journal.append_arm_event(self.run, ArmEvent(arm=arm, event=event, at=at, **fields), self.redactor.deep)
 
-    def record_step(self, entry: dict[str, Any]) -> None:
-        """Append a finished step (or warm-up) to steps.jsonl."""
-        journal.append(self.run.steps, self.redactor.deep(entry))
+    def record_step(self, entry: StepEntry) -> None:
+        """Append a finished step (warm-up, drill phase, capacity probe) to steps.jsonl."""
+        journal.append_step(self.run, entry, self.redactor.deep)
 
     def save_manifest(self) -> None:
         """Rewrite manifest.json atomically."""

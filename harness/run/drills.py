@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.launch.base import RunningServer
-    from harness.run.arm import ArmRunner
+from harness.launch.base import RunningServer
+from harness.run.arm_handle import ArmHandle
+from harness.run.drill_actions import execute
 
 
-def run_drills(runner: ArmRunner, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
+def run_drills(runner: ArmHandle, server: RunningServer, scraper: Any, tokenizer: Any) -> None:
     """Run the scenario's drills that target this arm (none configured: nothing to do)."""
     drills = [d for d in runner.ctx.scenario.drills if _targets(runner, d.arm)]
-    if not drills:
-        return
-    from harness.run.drill_actions import execute
-
     for drill in drills:
         execute(runner, server, scraper, tokenizer, drill)
 
 
-def _targets(runner: ArmRunner, arm_name: str | None) -> bool:
+def _targets(runner: ArmHandle, arm_name: str | None) -> bool:
     if arm_name is not None:
         return arm_name == runner.arm.name
     tiered = [a.name for a in runner.ctx.scenario.arms if a.tier == "tiered"]

@@ -9,16 +9,14 @@ compose file or a pid file, nor claims or empties a disk-tier directory: those l
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
 
 from harness.engines import build_launch_spec
+from harness.engines.spec import LaunchSpec
 from harness.launch.base import LaunchContext, RunningServer
 from harness.launch.external import CommandResult, ExternalServer
 from harness.launch.readiness import wait_ready
 from harness.launch.registry import launcher_for
-
-if TYPE_CHECKING:
-    from harness.run.arm import ArmRunner
+from harness.run.arm_handle import ArmHandle
 
 NOT_MANAGED = "the harness does not manage this server"
 
@@ -28,19 +26,26 @@ def is_external(server: RunningServer | None) -> bool:
     return isinstance(server, ExternalServer)
 
 
-def attach(runner: ArmRunner) -> RunningServer:
-    """The arm's existing deployment, once ready; raises LaunchError (phase ``readiness``) when it is not."""
+def attach(runner: ArmHandle) -> tuple[LaunchSpec, RunningServer]:
+    """The arm's existing deployment, attached to (not waiting for it to be ready, :func:`wait_attached_ready`
+    does)."""
     ctx, arm, engine = runner.ctx, runner.arm, runner.engine
     config = arm.server
     assert config is not None
     spec = build_launch_spec(engine, arm)
     timeout = config.readiness_timeout_s or engine.readiness_timeout_s
     spec = spec.model_copy(update={"readiness_timeout_s": timeout, "env": {}})
-    runner.spec = spec
     lctx = LaunchContext(run_id=ctx.run_id, log_path=ctx.run.log(arm.name),
                          work_dir=ctx.run.root / "launch" / arm.name, secrets=ctx.secrets)
-    server = launcher_for("external", server=config).start(spec, lctx)
-    runner.server = server
+    return spec, launcher_for("external", server=config).start(spec, lctx)
+
+
+def wait_attached_ready(runner: ArmHandle, spec: LaunchSpec, server: RunningServer) -> None:
+    """Record the launch entry of the attached server, then wait until it is ready; raises LaunchError (phase
+    ``readiness``) when it is not."""
+    ctx, arm = runner.ctx, runner.arm
+    config = arm.server
+    assert config is not None
     identity = server.identity()
     what = f"external server at {config.base_url} (metrics {config.metrics}; not started, stopped or changed " \
         "by the harness)"
@@ -52,13 +57,12 @@ def attach(runner: ArmRunner) -> RunningServer:
                                      "external": True,
                                      "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     ctx.save_manifest()
-    waited = wait_ready(server, timeout, cancel=ctx.cancel)
+    waited = wait_ready(server, spec.readiness_timeout_s, cancel=ctx.cancel)
     ctx.record_arm(arm.name, "ready", seconds=round(waited, 3), identity=identity)
     ctx.say(f"[{arm.name}] ready after {waited:.1f} s at {server.base_url}")
-    return server
 
 
-def skip_reason(runner: ArmRunner, drill_kind: str) -> str | None:
+def skip_reason(runner: ArmHandle, drill_kind: str) -> str | None:
     """Why a drill cannot run on this external arm (None: it can, or the arm is not external)."""
     config = runner.arm.server
     if config is None or not is_external(runner.server):
@@ -72,7 +76,7 @@ def skip_reason(runner: ArmRunner, drill_kind: str) -> str | None:
     return None
 
 
-def restart(runner: ArmRunner) -> CommandResult:
+def restart(runner: ArmHandle) -> CommandResult:
     """Run ``restart_command``, then wait until the server is ready again; raises LaunchError when it is not."""
     server = runner.server
     assert isinstance(server, ExternalServer) and runner.spec is not None
@@ -83,7 +87,7 @@ def restart(runner: ArmRunner) -> CommandResult:
     return result
 
 
-def clear_cache(runner: ArmRunner) -> CommandResult:
+def clear_cache(runner: ArmHandle) -> CommandResult:
     """Run ``clear_cache_command`` (the cache_loss drill's disruption)."""
     server = runner.server
     assert isinstance(server, ExternalServer)

@@ -10,18 +10,18 @@ live configurations recorded for the arms before it (the baseline's first)."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.config.external import server_key
 from harness.core.net.bounded import FetchCancelled
 from harness.decision.live_config import CHECK_NAME, overview
+from harness.launch.base import RunningServer
+from harness.run.arm_errors import ArmInterrupted
+from harness.run.arm_handle import ArmHandle
 from harness.run.live_compare import compare, flavor_of, refusal
 from harness.run.live_config import LiveConfig, read_live_config
 from harness.rundir.live_config import read_record, record_path, write_record
 
-if TYPE_CHECKING:
-    from harness.launch.base import RunningServer
-    from harness.run.arm import ArmRunner
 
 def _live_from(record: dict[str, Any]) -> LiveConfig | None:
     raw = record.get("live")
@@ -33,7 +33,7 @@ def _live_from(record: dict[str, Any]) -> LiveConfig | None:
         return None
 
 
-def _earlier(runner: ArmRunner) -> dict[str, LiveConfig]:
+def _earlier(runner: ArmHandle) -> dict[str, LiveConfig]:
     """Live configurations of the arms before this one (baseline first), less those declared as the same server."""
     names = [a.name for a in runner.ctx.scenario.arms]
     before = names[:names.index(runner.arm.name)] if runner.arm.name in names else names
@@ -48,10 +48,8 @@ def _earlier(runner: ArmRunner) -> dict[str, LiveConfig]:
     return out
 
 
-def verify(runner: ArmRunner, server: RunningServer) -> str | None:
+def verify(runner: ArmHandle, server: RunningServer) -> str | None:
     """Read, compare and record the arm's live configuration; returns why the arm is not judged, or None."""
-    from harness.run.arm import ArmInterrupted
-
     ctx, arm = runner.ctx, runner.arm
     assert arm.server is not None
     try:

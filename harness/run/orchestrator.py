@@ -25,15 +25,20 @@ from harness.host.facts import HostFacts
 from harness.plan.checks.runner import has_errors, run_checks
 from harness.plan.validate.gate import validation_gate
 from harness.plan.validate.runner import ValidateOptions
-from harness.run.arm import ArmInterrupted, ArmResult, ArmRunner
+from harness.report.writers import render_run, summary_json_text
+from harness.run.arm import ArmResult, ArmRunner
+from harness.run.arm_errors import ArmInterrupted
 from harness.run.context import RunContext
 from harness.run.manifest import new_manifest
 from harness.run.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
 from harness.run.signals import cancel_on_signals
 from harness.rundir import journal
 from harness.rundir.layout import RunDir, new_run_id
+from harness.rundir.resume import finished_arms
 from harness.schema.summary import CheckItem, Summary
 from harness.secrets.redact import secret_values
+from harness.workload.plan import LoadConfigError, build_request_plan
+from harness.workload.replay import TraceLoadError
 
 EXIT_INTERRUPTED = 4
 EXIT_FAILED = 4
@@ -72,14 +77,11 @@ class BadRunInput(Exception):
 def _completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
     """Arms finished (completed, or failed because of the server) and completed step counts of unfinished arms,
     from the journals (an arm the harness's own failure stopped is not finished: it is redone)."""
-    from harness.rundir.resume import finished_arms
-
-    finished = finished_arms(journal.read(run.root / "arms.jsonl"))
+    finished = finished_arms(journal.read_arm_events(run, strict=False))
     steps: dict[str, int] = {}
-    for e in journal.read(run.steps):
-        if e.get("warmup") or e.get("partial") or e.get("drill") or int(e.get("step", -1)) < 0:
-            continue
-        steps[e["arm"]] = max(steps.get(e["arm"], 0), int(e["step"]) + 1)
+    for e in journal.read_step_entries(run, strict=False):
+        if e.measured and not e.partial:
+            steps[e.arm] = max(steps.get(e.arm, 0), e.step + 1)
     return finished, steps
 
 
@@ -100,7 +102,7 @@ def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, Ru
                               f"{', '.join(a.name for a in scenario.arms)}")
     run_id = new_run_id(scenario.name)
     run = RunDir(opts.out_dir / run_id).create()
-    (run.root / "scenario.yaml").write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
+    run.scenario.write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
     manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
     manifest["only"] = opts.only
     journal.write_json_atomic(run.manifest, manifest)
@@ -152,7 +154,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
 def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[str, Any], opts: RunOptions, *,
                   say: Any, cancel: threading.Event | None) -> RunResult:
     checks = run_checks(scenario, host=opts.host, mode="run", allow_unpinned=opts.allow_unpinned)
-    journal.write_json_atomic(run.root / "checks.json", [c.model_dump() for c in checks])
+    journal.write_json_atomic(run.checks, [c.model_dump() for c in checks])
     if has_errors(checks):
         errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
                            for c in checks if c.level == "error")
@@ -194,9 +196,6 @@ def _scenario_dir(manifest: dict[str, Any]) -> Path:
 
 def _workload_problem(scenario: Scenario, base_dir: Path) -> str | None:
     """Build every step's request plan before any server starts, so bad workload input fails fast (exit 2)."""
-    from harness.workload.plan import LoadConfigError, build_request_plan
-    from harness.workload.replay import TraceLoadError
-
     for index, level in enumerate(scenario.steps.levels):
         try:
             build_request_plan(scenario.workload, level, step_index=index, max_model_len=scenario.engine.max_model_len,
@@ -305,13 +304,9 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
     build_requests_parquet(run.root)
     summary = rebuild_summary(run.root)
     if opts.write_reports:
-        from harness.report.writers import render_run
-
         render_run(run.root, summary)
         _rebuild_index(run.root.parent, say)
     else:
-        from harness.report.writers import summary_json_text
-
         run.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
     return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
                      message=f"verdict {summary.verdict}: {summary.verdict_reason}")

@@ -1,25 +1,28 @@
-"""Attempts of a step: which request records count when a step was run more than once.
+"""Attempts of a step, and the request rows that count.
 
 A step interrupted (Ctrl-C, SIGTERM) or cut short by a harness-side failure (results disk full, the load generator
 died) is run again by ``harness run --resume`` on a fresh server. Each try is an *attempt*, numbered per arm and step:
 the first is 1, each redo one more. Every request record carries its ``attempt``, and every ``steps.jsonl`` entry the
-attempt it closes.
+attempt it closes (:class:`~harness.rundir.entries.StepEntry`). Records and entries written before attempts existed
+read as attempt 1.
 
-The attempt that counts for an (arm, step) is the one of its last journal entry (a step is journaled when it ends,
-completed or cut short by the server). Rows of other attempts stay in ``requests.parquet`` (measurements are never
-deleted) with ``superseded`` set, and no figure uses them: the summary, ``harness report``, ``harness compare`` and
-the sequential looks all read through :func:`counted_mask` / :func:`superseded_mask`. Records and entries written
-before attempts existed read as attempt 1.
+The attempt that counts for a measured (arm, step) is the one of its last journal entry (a step is journaled when it
+ends, completed or cut short by the server). The rows that count (:func:`counted_rows`, the one selection the
+summary, the sequential looks and ``harness compare`` all make) are those of a measured step's counted attempt sent
+within that attempt's journaled span: rows of other attempts (``superseded``: kept in ``requests.parquet``, since
+measurements are never deleted), rows sent outside the span, and rows of a step that was never journaled are left
+out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+from harness.rundir.entries import StepEntry
 
 ATTEMPT = "attempt"
 SUPERSEDED = "superseded"
@@ -27,36 +30,20 @@ Key = tuple[str, int]
 Mask = npt.NDArray[np.bool_]
 
 
-def entry_attempt(entry: Mapping[str, Any]) -> int:
-    """The attempt a journal entry (or event) names; 1 where it names none (written before attempts existed)."""
-    value = entry.get(ATTEMPT)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
-
-
-def _measured(entry: Mapping[str, Any]) -> bool:
-    try:
-        step = int(entry.get("step", -1))
-    except (TypeError, ValueError):
-        return False
-    return step >= 0 and not entry.get("warmup") and not entry.get("drill")
-
-
-def counted_attempts(entries: Iterable[Mapping[str, Any]]) -> dict[Key, int]:
+def counted_attempts(entries: Iterable[StepEntry]) -> dict[Key, int]:
     """Per measured (arm, step): the attempt whose records count (the latest attempt that was journaled)."""
     counted: dict[Key, int] = {}
     for e in entries:
-        if not _measured(e):
-            continue
-        key = (str(e.get("arm")), int(e["step"]))
-        counted[key] = max(counted.get(key, 0), entry_attempt(e))
+        if e.measured:
+            counted[e.key] = max(counted.get(e.key, 0), e.attempt)
     return counted
 
 
-def counted_entries(entries: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The journal entries of counted attempts (entries of other kinds, warm-up and drills, are kept as they are)."""
-    items = [dict(e) for e in entries]
+def counted_entries(entries: Iterable[StepEntry]) -> list[StepEntry]:
+    """The journal entries of counted attempts (entries of other kinds, warm-up, drills and probes, are kept)."""
+    items = list(entries)
     counted = counted_attempts(items)
-    return [e for e in items if not _measured(e) or entry_attempt(e) == counted[(str(e["arm"]), int(e["step"]))]]
+    return [e for e in items if not e.measured or e.attempt == counted[e.key]]
 
 
 def _ints(df: pd.DataFrame, column: str, missing: int) -> tuple[npt.NDArray[np.int64], Mask]:
@@ -84,7 +71,7 @@ def _keys(df: pd.DataFrame) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.int
     return arms, steps, measured
 
 
-def superseded_mask(df: pd.DataFrame, entries: Iterable[Mapping[str, Any]]) -> Mask:
+def superseded_mask(df: pd.DataFrame, entries: Iterable[StepEntry]) -> Mask:
     """Rows of a measured step whose attempt is not the one that counts (a later attempt replaced it)."""
     counted = counted_attempts(entries)
     out = np.zeros(len(df), dtype=bool)
@@ -97,18 +84,24 @@ def superseded_mask(df: pd.DataFrame, entries: Iterable[Mapping[str, Any]]) -> M
     return out
 
 
-def counted_mask(df: pd.DataFrame, entries: Iterable[Mapping[str, Any]]) -> Mask:
+def counted_mask(df: pd.DataFrame, entries: Iterable[StepEntry]) -> Mask:
     """Rows that count: of a measured step's counted attempt, sent within that attempt's journaled span."""
-    items = counted_entries(entries)
     out = np.zeros(len(df), dtype=bool)
     if df.empty:
         return out
     arms, steps, measured = _keys(df)
     attempts = row_attempts(df)
     send, sent = _ints(df, "send_ns", 0)
-    for e in items:
-        if not _measured(e):
-            continue
-        out |= measured & sent & (arms == str(e["arm"])) & (steps == int(e["step"])) & \
-            (attempts == entry_attempt(e)) & (send >= int(e["start_ns"])) & (send <= int(e["end_ns"]))
+    for e in counted_entries(entries):
+        if e.measured:
+            out |= measured & sent & (arms == e.arm) & (steps == e.step) & (attempts == e.attempt) & \
+                (send >= e.start_ns) & (send <= e.end_ns)
     return out
+
+
+def counted_rows(df: pd.DataFrame, entries: Iterable[StepEntry]) -> pd.DataFrame:
+    """The request rows that count (:func:`counted_mask`) given the run's ``steps.jsonl`` entries (all of them, or
+    those of the steps in question), renumbered from 0."""
+    if df.empty:
+        return df
+    return df[counted_mask(df, entries)].reset_index(drop=True)

@@ -10,15 +10,16 @@ from typing import Any
 from harness.rundir import journal
 from harness.rundir.bounded import read_json
 from harness.rundir.errors import ReportInputError
+from harness.rundir.layout import LIVE_CONFIG_DIR, RunDir
 
-LIVE_DIR = "live_config"
+LIVE_DIR = LIVE_CONFIG_DIR
 MAX_RECORD_BYTES = 4 << 20
 MAX_RECORDS = 256
 
 
 def record_path(run_root: Path, arm: str) -> Path:
     """Where an arm's live configuration is recorded."""
-    return run_root / LIVE_DIR / f"{arm}.json"
+    return RunDir(run_root).live_config_dir / f"{arm}.json"
 
 
 def read_record(path: Path) -> dict[str, Any] | None:
@@ -32,7 +33,7 @@ def read_record(path: Path) -> dict[str, Any] | None:
 
 def record_paths(run_root: Path) -> list[Path]:
     """The run's records in name order (at most :data:`MAX_RECORDS`; none when the folder is absent or a link)."""
-    folder = run_root / LIVE_DIR
+    folder = RunDir(run_root).live_config_dir
     if not folder.is_dir() or folder.is_symlink():
         return []
     return sorted(folder.glob("*.json"))[:MAX_RECORDS]

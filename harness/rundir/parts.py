@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA, RequestRecord
 
@@ -136,19 +137,18 @@ def build_requests_parquet(run_dir: Path) -> Path:
     marks the rows of an attempt that a later attempt of the same step replaced (:mod:`harness.rundir.attempts`):
     they are kept, and no figure uses them. Returns the file's path.
     """
-    from harness.core.jsonl import read_objects
-    from harness.rundir.attempts import superseded_mask
+    from harness.rundir.attempts import superseded_mask  # pandas: not for the load generator's processes
 
     rd = RunDir(run_dir)
-    table, warnings = read_parts(find_parts(rd.root / "records"))
+    table, warnings = read_parts(find_parts(rd.records_root))
     for warning in warnings:
         log.warning(warning)
     if table.num_rows:
         table = table.sort_by([("send_wall_ns", "ascending"), ("request_id", "ascending")])
     keys = table.select(["arm", "step", "drill", "attempt"]).to_pandas()
-    superseded = superseded_mask(keys, read_objects(rd.steps))
+    superseded = superseded_mask(keys, read_step_entries(rd, strict=False))
     table = table.append_column(REQUESTS_SCHEMA.field(-1), pa.array(superseded, pa.bool_()))
-    tmp = rd.requests.with_name(".requests.parquet.tmp")
+    tmp = rd.requests.with_name(f".{rd.requests.name}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, rd.requests)
     return rd.requests

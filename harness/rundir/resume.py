@@ -12,6 +12,9 @@ An arm's outcome is its last terminal event in ``arms.jsonl`` (``completed``, ``
 A ``failed`` event written before causes existed reads as ``server``, unless its message is one the load generator's
 own failures wrote then. Each start of a step is journaled as an ``attempt`` event (arm, step, attempt), which numbers
 the next try (see :mod:`harness.rundir.attempts`).
+
+Events are :class:`~harness.rundir.entries.ArmEvent` models or the plain dicts :func:`harness.rundir.journal.read`
+gives.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from harness.rundir.attempts import entry_attempt
+from harness.rundir.entries import ArmEvent
 
 Cause = Literal["server", "harness"]
+Event = ArmEvent | Mapping[str, Any]
 TERMINAL = ("completed", "failed", "interrupted")
 ATTEMPT_EVENT = "attempt"
 # What the load generator's own failures said before ``cause`` was journaled (old run directories).
@@ -29,38 +33,49 @@ _HARNESS_MESSAGES = ("load runner failed:", "the load generator died without an 
                      "load worker(s) stopped responding")
 
 
-def failure_cause(event: Mapping[str, Any]) -> Cause:
+def _fields(event: Event) -> Mapping[str, Any]:
+    return event.line() if isinstance(event, ArmEvent) else event
+
+
+def event_attempt(event: Event) -> int:
+    """The attempt an ``attempt`` event names; 1 where it names none (written before attempts existed)."""
+    value = _fields(event).get("attempt")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+
+
+def failure_cause(event: Event) -> Cause:
     """The cause of a ``failed`` event (``server`` for old events, unless the load generator's own failure)."""
-    cause = event.get("cause")
+    fields = _fields(event)
+    cause = fields.get("cause")
     if cause == "harness":
         return "harness"
     if cause == "server":
         return "server"
-    failure = event.get("failure")
+    failure = fields.get("failure")
     message = str(failure.get("message", "")) if isinstance(failure, Mapping) else ""
     return "harness" if any(m in message for m in _HARNESS_MESSAGES) else "server"
 
 
-def arm_outcomes(events: Iterable[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def arm_outcomes(events: Iterable[Event]) -> dict[str, Mapping[str, Any]]:
     """The last terminal event of every arm that has one."""
     out: dict[str, Mapping[str, Any]] = {}
-    for e in events:
+    for e in map(_fields, events):
         if e.get("event") in TERMINAL and isinstance(e.get("arm"), str):
             out[str(e["arm"])] = e
     return out
 
 
-def finished_arms(events: Iterable[Mapping[str, Any]]) -> set[str]:
+def finished_arms(events: Iterable[Event]) -> set[str]:
     """Arms ``--resume`` leaves as they are: completed, or failed because of the server."""
     return {arm for arm, e in arm_outcomes(events).items()
             if e.get("event") == "completed" or (e.get("event") == "failed" and failure_cause(e) == "server")}
 
 
-def next_attempt(events: Iterable[Mapping[str, Any]], arm: str, step: int, *, earlier_records: bool) -> int:
+def next_attempt(events: Iterable[Event], arm: str, step: int, *, earlier_records: bool) -> int:
     """The number of the next try of ``arm``'s ``step``: one more than the journaled attempts; 2 where records of
     the step exist from before attempts were journaled (``earlier_records``)."""
-    prior = max((entry_attempt(e) for e in events if e.get("event") == ATTEMPT_EVENT and e.get("arm") == arm
-                 and e.get("step") == step), default=0)
+    prior = max((event_attempt(e) for e in map(_fields, events) if e.get("event") == ATTEMPT_EVENT
+                 and e.get("arm") == arm and e.get("step") == step), default=0)
     if prior == 0 and earlier_records:
         prior = 1
     return prior + 1

@@ -15,7 +15,6 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
-SCRAPES_FILE = "scrapes.jsonl.gz"
 _GZIP_WBITS = 31
 
 

@@ -29,7 +29,8 @@ from typing import Any
 from harness.core.net.bounded import FetchError, fetch
 from harness.core.net.caps import METRICS_MAX_BYTES
 from harness.engines.spec import MetricsEndpoint
-from harness.scrape.rawlog import SCRAPES_FILE, RawScrapeWriter
+from harness.rundir.layout import SCRAPES_FILE
+from harness.scrape.rawlog import RawScrapeWriter
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = METRICS_MAX_BYTES

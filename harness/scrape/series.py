@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.rundir.layout import SCRAPES_FILE
 from harness.scrape.catalog import Catalog
 from harness.scrape.parse import ParseError, Samples, parse_prometheus, parse_trtllm_json
-from harness.scrape.rawlog import SCRAPES_FILE, read_raw_scrapes
+from harness.scrape.rawlog import read_raw_scrapes
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.rundir.layout import SAMPLES_FILE
 from harness.scrape.catalog import CANONICAL, Catalog, Source
 from harness.scrape.quantities import source_value, term_value
 from harness.scrape.series import Observation, ScrapeSeries
 
-SAMPLES_FILE = "samples.parquet"
 COLUMNS = ("mono_ns", "wall_ns", "quantity", "source", "value", "increase")
 
 

@@ -27,7 +27,8 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 
-MASK = "***"
+from harness.secrets.names import MASK, is_secret_name
+
 _STEM = re.compile(r"token|key|secret|passw(?:or)?d|credential|auth", re.IGNORECASE)
 _NOT_SECRET_WORD = re.compile(r"tokens|tokeniz\w*|keyfile|certfile|keywords?|author|monkey", re.IGNORECASE)
 _QUALIFIERS = frozenset({"id", "ids", "threshold", "budget", "limit", "size", "len", "count"})
@@ -120,8 +121,6 @@ def reference_name(flag: str, value: str, environ: Iterable[tuple[str, str]] | N
 
     The variable that holds this value in the harness's environment when there is one (secret-looking names
     first), else the flag's name in upper snake case (``--hf-token`` -> ``HF_TOKEN``)."""
-    from harness.secrets.redact import is_secret_name
-
     pairs = sorted(environ if environ is not None else os.environ.items())
     holders = [name for name, held in pairs if held == value and re.fullmatch(r"[A-Za-z_]\w*", name)]
     if holders:

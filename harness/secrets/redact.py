@@ -22,18 +22,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
-from harness.secrets.flags import MASK, mask_flags_in_text
+from harness.secrets.flags import mask_flags_in_text
+from harness.secrets.names import MASK, is_secret_name
 
 __all__ = ["MASK", "Redactor", "encoded_forms", "is_secret_name", "redact_env", "secret_values"]
 
-_SECRET_NAME = re.compile(r"TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
 _MIN_SECRET_LEN = 4  # shorter values would mask ordinary words
 _MAX_DEPTH = 64  # nesting of the JSON-like objects :meth:`Redactor.deep` walks
-
-
-def is_secret_name(name: str) -> bool:
-    """True when an environment variable name looks like it holds a secret."""
-    return bool(_SECRET_NAME.search(name))
 
 
 def secret_values(*envs: Mapping[str, str], include_process_env: bool = True) -> list[str]:

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.sim.noise import NoiseSpec
+from harness.sim.noise_spec import NoiseSpec
 from harness.sim.profile import ComputeSpec, DiskSpec, LinkSpec, Profile
 
 StoreMode = Literal["write_through", "on_evict"]

@@ -15,11 +15,11 @@ import json
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
+from harness.host.watchdog import watch_parent
 from harness.sim.admin import AdminEndpoints
 from harness.sim.api import (
     DONE,
@@ -33,32 +33,17 @@ from harness.sim.api import (
 )
 from harness.sim.config import EngineConfig
 from harness.sim.engine import EngineRunner, Listener
-from harness.sim.faults import MALFORMED_SSE, FaultController, Faults
+from harness.sim.faults import MALFORMED_SSE, FaultController
 from harness.sim.groundtruth import GroundTruthWriter
 from harness.sim.metrics_trtllm import TrtllmMetrics
 from harness.sim.metrics_vllm import VllmMetrics
+from harness.sim.options import ServeOptions
 from harness.sim.request import ReqState, SimRequest
 from harness.sim.scheduler import EngineCore
 from harness.sim.tokenizer import PromptError, output_seed, render_chat, tokenize_prompt
 
 OWNED_BY = "harness-sim (SIMULATED)"
 STALL_HOLD_S = 3600.0
-
-
-@dataclass
-class ServeOptions:
-    """Serving-layer options (the engine model's live in :class:`harness.sim.config.EngineConfig`)."""
-
-    host: str = "127.0.0.1"
-    port: int = 0
-    flavor: str = "vllm"
-    served_names: tuple[str, ...] = ("sim-model",)
-    time_scale: float = 1.0
-    startup_delay_s: float = 0.0
-    ground_truth: str | None = None
-    seed: int = 0
-    kv_offloading_size_gib: float | None = None
-    faults: Faults = field(default_factory=Faults)
 
 
 class SimServer:
@@ -101,7 +86,8 @@ class SimServer:
         r.add_post("/tokenize", self.tokenize)
         r.add_get("/metrics", self.metrics_endpoint)
         r.add_get("/prometheus/metrics", self.prometheus_endpoint)
-        admin = AdminEndpoints(self)
+        admin = AdminEndpoints(core=self.core, runner=self.runner, faults=self.faults, flavor=self.opts.flavor,
+                               model=self.opts.served_names[0], on_faults_changed=self.apply_disk_slowdown)
         r.add_post("/admin/faults", admin.faults)
         r.add_post("/admin/cache-loss", admin.cache_loss)
         r.add_get("/admin/state", admin.state)
@@ -347,8 +333,6 @@ async def serve(
 
 def _stop_with_parent(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
     """Launched by the harness (``HARNESS_PARENT`` set): shut down when that harness process dies."""
-    from harness.host.watchdog import watch_parent
-
     def request_stop() -> None:
         with contextlib.suppress(RuntimeError):  # the loop already closed: the server is stopping anyway
             loop.call_soon_threadsafe(stop.set)

@@ -32,6 +32,9 @@ from typing import Any
 
 import httpx
 
+from harness.sim.cli import StartupError, resolve_serve
+from harness.sim.server import serve
+
 LISTEN_PREFIX = "harness-sim: listening on "
 
 
@@ -102,8 +105,6 @@ class _ThreadServer:
     """The server on a private event loop in a daemon thread."""
 
     def __init__(self, cli_args: dict[str, Any]) -> None:
-        from harness.sim.cli import StartupError, resolve_serve
-
         for key in ("fail_start", "crash_after_s", "crash_after_requests"):
             if cli_args.get(key) is not None:
                 raise ValueError(f"{key} would end the calling process: use in_process=False")
@@ -119,8 +120,6 @@ class _ThreadServer:
         self._thread = threading.Thread(target=self._main, name="harness-sim", daemon=True)
 
     def _main(self) -> None:
-        from harness.sim.server import serve
-
         async def run() -> None:
             self._stop = asyncio.Event()
 

@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from harness.trace.analysis import DEFAULT_SHARES, AnalysisOptions, TraceAnalysis, analyze
+from harness.trace.html import write_html
+from harness.trace.mooncake import TraceFormatError
+from harness.trace.readers import OnBadLine, TraceFormat, load_trace
+from harness.trace.tiers import TierMode, TierSpec
 from harness.trace.units import (
     MODEL_PROFILES,
     Capacity,
@@ -26,11 +31,6 @@ from harness.trace.units import (
     parse_capacities,
     parse_capacity,
 )
-
-if TYPE_CHECKING:  # the analysis stack (numpy, pyarrow) loads only when the command runs
-    from harness.trace.analysis import TraceAnalysis
-    from harness.trace.readers import OnBadLine, TraceFormat
-    from harness.trace.tiers import TierMode, TierSpec
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2
@@ -53,8 +53,6 @@ def _shares(text: str) -> tuple[float, ...]:
 
 
 def _tiers(gpu: str | None, cpu: str | None, disk: str | None, mode: TierMode) -> TierSpec | None:
-    from harness.trace.tiers import TierSpec
-
     if gpu is None:
         if cpu is not None or disk is not None:
             raise BadInput("--cpu-tier / --disk-tier need --gpu-cache (the GPU KV cache size they add to)")
@@ -118,10 +116,6 @@ def _run(
     on_bad_line: OnBadLine,
     curve_points: int,
 ) -> TraceAnalysis:
-    from harness.trace.analysis import DEFAULT_SHARES, AnalysisOptions, analyze
-    from harness.trace.mooncake import TraceFormatError
-    from harness.trace.readers import load_trace
-
     if not trace.exists():
         raise BadInput(f"{trace}: no such file")
     if trace.is_dir():
@@ -221,8 +215,6 @@ def analyze_trace_command(
             curve_points,
         )
         if html_out is not None:
-            from harness.trace.html import write_html
-
             try:
                 write_html(result, html_out)
             except OSError as exc:

@@ -92,7 +92,9 @@ def with_bomb(path: Path, levels: int = 9) -> Path:
 
 
 def trace_scenario(scenario: Callable[..., Path], trace: str, name: str = "tr") -> Path:
-    return scenario(name, arms=("baseline",), workload={"classes": [], "trace": {"path": trace}})
+    # closed loop: the fixture's rising concurrency levels each take the trace's requests in order
+    trace_spec = {"path": trace, "mode": "closed_loop"}
+    return scenario(name, arms=("baseline",), workload={"classes": [], "reuse": {}, "trace": trace_spec})
 
 
 GOOD_LINE = json.dumps({"timestamp": 1, "input_length": 600, "output_length": 4, "hash_ids": [1, 2]})

@@ -38,6 +38,7 @@ from harness.run.orchestrator import RunOptions, run_rollout
 from harness.run.signals import ForcedStop, cancel_on_signals
 from harness.rundir import journal
 from harness.rundir.attempts import counted_mask, superseded_mask
+from harness.rundir.entries import StepEntry
 from harness.rundir.parts import read_parts
 from harness.rundir.records import SCHEMA
 from harness.rundir.resume import failure_cause, finished_arms, next_attempt
@@ -231,12 +232,15 @@ def test_old_run_files_read_as_attempt_one_and_cause_server(tmp_path: Path) -> N
     table, warnings = read_parts([tmp_path / "part-s000-c4-old-00000.parquet"])
     assert not warnings and table.schema.equals(SCHEMA) and table.column("attempt").to_pylist() == [1]
     df = pd.DataFrame({"arm": ["a", "a", "a"], "step": [0, 0, 0], "send_ns": [10, 20, 30], "drill": [None] * 3})
-    old_entry = {"arm": "a", "step": 0, "start_ns": 15, "end_ns": 40}  # no attempt: attempt 1, as before
+    old_line = {"arm": "a", "step": 0, "start_ns": 15, "end_ns": 40}  # no attempt: attempt 1, as before
+    old_entry = StepEntry.model_validate(old_line)
+    assert old_entry.attempt == 1 and old_entry.line() == old_line, "read back, an old line is written as it was"
     assert counted_mask(df, [old_entry]).tolist() == [False, True, True]
     assert not superseded_mask(df, [old_entry]).any()
     df["attempt"] = [1, 2, 2]
-    assert counted_mask(df, [dict(old_entry, attempt=2)]).tolist() == [False, True, True]
-    assert superseded_mask(df, [dict(old_entry, attempt=2)]).tolist() == [True, False, False]
+    redone = StepEntry.model_validate(dict(old_line, attempt=2))
+    assert counted_mask(df, [redone]).tolist() == [False, True, True]
+    assert superseded_mask(df, [redone]).tolist() == [True, False, False]
     events = [{"arm": "x", "event": "failed", "failure": {"message": "server exited with code 1 during step 0"}},
               {"arm": "y", "event": "failed", "failure": {"message": "step 0 (c4): load runner failed: OSError: "
                                                                       "[Errno 28] No space left on device"}},

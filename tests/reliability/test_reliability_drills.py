@@ -12,8 +12,8 @@ from rel_support import Progress, assert_no_new_children, child_pids, make_scena
 
 from harness.decision.summarize import rebuild_summary
 from harness.host.labels import DISK_TIER_MARKER
-from harness.run.drill_actions import FILLER_NAME
 from harness.run.orchestrator import RunOptions, RunResult, run_rollout
+from harness.run.storage_pressure import FILLER_NAME
 from harness.schema.summary import DrillResult
 
 DRILLS: list[dict[str, Any]] = [  # cache loss last: it empties the disk tier the others read from

@@ -1,18 +1,20 @@
 """The latency-budget rollback rule, three-valued: breach / pass / unresolved.
 
-Each window's percentile is judged with its interval (order statistics, :mod:`harness.stats.intervals`): a
-*breach* when the whole interval lies above the budget, a *pass* when it lies at or below, otherwise (or with fewer
-than ``min_requests_per_window`` requests) *unresolved*. The rule:
+Each window's percentile — the rule's own, p50, p95 or p99 — is judged with its interval at that percentile
+(order statistics, :mod:`harness.stats.intervals`): a *breach* when the whole interval lies above the budget, a
+*pass* when it lies at or below, otherwise (or with fewer than ``min_requests_per_window`` requests) *unresolved*.
+The rule:
 
 * **breach** — ``breach_windows`` resolved breaches within some ``of_last`` consecutive windows (sustained);
 * **pass** — there are at least ``breach_windows`` windows and no run of ``of_last`` of them could hold a sustained
   breach even if every unresolved window were a breach;
-* otherwise the windows cannot settle it (a p99 needs ~300 requests in a window to be bounded from above), and the
-  rule judges each measured step's percentile instead (the step's interval): pass when every step is resolved at or
-  below the budget, breach when a step lasting at least ``breach_windows`` windows is resolved above it, else
-  **unresolved** — never a silent pass. A lower-load step too small to bound the percentile from above (but whose
-  interval starts within the budget) counts as within when a higher-load step is resolved within it: steps rise,
-  and latency rises with load (an assumption, stated in the rule's message).
+* otherwise the windows cannot settle it (at 95% a p99 needs 368 requests in a window to be bounded from above, a
+  p95 72), and the rule judges each measured step's percentile instead (the step's interval at the same
+  percentile): pass when every step is resolved at or below the budget, breach when a step lasting at least
+  ``breach_windows`` windows is resolved above it, else **unresolved** — never a silent pass. A lower-load step too
+  small to bound the percentile from above (but whose interval starts within the budget) counts as within when a
+  higher-load step is resolved within it: steps rise, and latency rises with load (an assumption, stated in the
+  rule's message).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from harness.config.scenario import Scenario
+from harness.decision.rules.host_contention import host_contention
 from harness.schema.summary import ArmSummary, CheckItem, FitItem
 
 KV_PRESSURE = 0.8
@@ -82,8 +83,6 @@ def _promotion_cost(scenario: Scenario, typical_prefix_tokens: float | None) -> 
 
 
 def _host_contention(checks: Sequence[CheckItem], base: ArmSummary | None = None) -> FitItem:
-    from harness.decision.rules.host_contention import host_contention
-
     items = [c for c in checks if c.name == "host-headroom"]
     if not items:
         warn, evidence = False, "no CPU tier needs host memory"

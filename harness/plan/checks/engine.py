@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.config.scenario import Scenario
+from harness.engines.trtllm import advertised_model_name
 from harness.schema.summary import CheckItem
 
 UNPINNED_TAGS = frozenset({"latest", "main", "nightly", "dev", "stable", "edge"})
@@ -133,8 +134,6 @@ def check_served_name(scenario: Scenario) -> list[CheckItem]:
     engine = scenario.engine
     if engine.kind != "trtllm" or engine.served_model_name is None:
         return []
-    from harness.engines.trtllm import advertised_model_name
-
     return [CheckItem(name="served-name", level="warn",
                       message=f"engine.served_model_name {engine.served_model_name!r} is ignored for TensorRT-LLM: "
                       "trtllm-serve has no option to rename the model; requests use "

@@ -18,6 +18,7 @@ from harness.config.env_refs import parse_reference, unset_references
 from harness.config.scenario import Scenario
 from harness.host.facts import HostFacts
 from harness.schema.summary import CheckItem
+from harness.workload.replay import TraceLoadError, load_trace
 
 
 def check_env_refs(scenario: Scenario, host: HostFacts, mode: Literal["plan", "run"]) -> list[CheckItem]:
@@ -47,8 +48,6 @@ def check_trace(scenario: Scenario, mode: Literal["plan", "run"]) -> list[CheckI
     source = scenario.workload.trace
     if source is None or mode != "plan":
         return []
-    from harness.workload.replay import TraceLoadError, load_trace
-
     base = Path(scenario.source_file).resolve().parent if scenario.source_file else Path.cwd()
     try:
         loaded = load_trace(source, max_model_len=scenario.engine.max_model_len, base_dir=base)

@@ -23,10 +23,6 @@ def _docker_size(g: int) -> str:
 def check_shm(scenario: Scenario, host: HostFacts) -> list[CheckItem]:
     """Each CPU-tier arm's /dev/shm need against what it gets."""
     out: list[CheckItem] = []
-    engine0 = scenario.engine
-    if engine0.ipc == "host" and engine0.shm_size is not None and engine0.effective_launcher == "docker":
-        out.append(CheckItem(name="shm", level="warn", message=f"engine.shm_size {engine0.shm_size} is ignored with "
-                             "engine.ipc: host (the container shares the host's /dev/shm); remove one of them"))
     free = host.shm_free_bytes()
     for i, arm in enumerate(scenario.arms):
         engine = scenario.engine_for(arm)

@@ -2,7 +2,7 @@
 
 * a regression rule's percentile that a step cannot resolve at the rule's test level (that step is not judged; with
   no step able to, the rule stays unresolved and the arm holds);
-* a budget whose p99 no step can resolve (windows hold fewer requests still: the rule cannot settle);
+* a budget whose percentile no step can resolve (windows hold fewer requests still: the rule cannot settle);
 * an earns-its-keep rule none of whose measures any step resolves (the tier can never be shown to pay: hold).
 
 Each warning names the fix: the step duration that would suffice at the estimated rate, or the highest percentile
@@ -72,11 +72,12 @@ def _budget(rule: str, items: list[tuple[StepPower, RuleResolution]]) -> CheckIt
     first = items[0][1]
     head = f"budget {rule}: {first.measure} {_level(first)} needs {first.needed} requests"
     windows = [s.window for s, _ in known if s.window is not None and s.window.requests is not None]
+    at = windows[0].bound(first.percentile) if windows else None
     win = ""
-    if windows:
+    if windows and at is not None:
         most = max(w.requests or 0.0 for w in windows)
         win = (f"; a {windows[0].window_s:g} s window holds up to ~{most:g} requests, so "
-               + ("windows can bound it" if most >= windows[0].needed_p99 else
+               + ("windows can bound it" if most >= at.needed else
                   "windows stay unresolved and the rule judges whole steps"))
     if good:
         return CheckItem(name=NAME, level="ok", message=f"{head}: resolved at step(s) "
@@ -88,7 +89,7 @@ def _budget(rule: str, items: list[tuple[StepPower, RuleResolution]]) -> CheckIt
 
 
 def _keep(items: list[tuple[StepPower, RuleResolution]]) -> CheckItem | None:
-    known = [(s, r) for s, r in items if r.resolved is not None and r.measure != "hit_rate"]
+    known = [(s, r) for s, r in items if r.resolved is not None]
     if not known or any(r.resolved for _, r in known):
         return None
     measures = sorted({r.measure for _, r in known})

@@ -3,9 +3,9 @@
 Per step: the expected requests (rate x planned duration, capped by a ``requests`` bound), the p50/p95/p99 it
 resolves at ``rules.confidence``, and each rule at its own test level, with the same error arithmetic as the rules
 (:func:`harness.stats.error_rates.regression_alpha` / :func:`~harness.stats.error_rates.keep_alpha`; sequential looks
-divide alpha): the regression rule's percentile, each earns-its-keep measure, each budget's step percentile; and the
-requests in one budget window. Every comparison assumes the same rate on both sides (a measured rate is already the
-slowest arm's).
+divide alpha): the regression rule's percentile, each earns-its-keep measure, each budget's step percentile (at the
+budget's own percentile); and the requests in one budget window, against what each budget percentile needs there.
+Every comparison assumes the same rate on both sides (a measured rate is already the slowest arm's).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from harness.plan.power.model import (
     RuleKind,
     RuleResolution,
     StepPower,
+    WindowBound,
     WindowResolution,
 )
 from harness.plan.power.rates import level_rate
@@ -71,7 +72,7 @@ def _fix(res: RuleResolution, n: int | None, rps: float | None, level: StepLevel
     update: dict[str, float | None] = {}
     if rps is not None and level.duration_s is not None:
         update["duration_needed_s"] = duration_for(res.needed, rps)
-    if res.percentile is not None and res.kind != "budget":  # windowed budgets are judged on p99 only
+    if res.percentile is not None and res.kind != "budget":  # a budget's percentile is its SLO: not the fix
         update["lower_percentile"] = highest_resolvable(n, res.confidence, below=res.percentile)
     return res.model_copy(update=update)
 
@@ -109,12 +110,11 @@ def _keep(rule: EarnsKeepRule, n: int | None, alpha_each: float, sigmas: dict[st
                                       rule.min_samples, n, sigmas.get(metric, DEFAULT_SIGMA), rule.min_improvement,
                                       power, with_pass=False))
             continue
-        note = ("server counters: no per-request interval" if measure == "hit_rate"
-                else "a ratio of sums, bootstrap interval; no lognormal figure")
-        need = 0 if measure == "hit_rate" else max(rule.min_samples, THROUGHPUT_MIN_SAMPLES)
+        need = max(rule.min_samples, THROUGHPUT_MIN_SAMPLES)  # output_tokens_per_s, goodput: ratios of sums
         out.append(RuleResolution(rule="earns-its-keep", kind="earns_keep", measure=measure, percentile=None,
                                   alpha_each=alpha_each, confidence=round(1.0 - 2.0 * alpha_each, 6), needed=need,
-                                  resolved=None if n is None else n >= need, limit=rule.min_improvement, note=note))
+                                  resolved=None if n is None else n >= need, limit=rule.min_improvement,
+                                  note="a ratio of sums, bootstrap interval; no lognormal figure"))
     return out
 
 
@@ -129,9 +129,22 @@ def _budget(rule: BudgetRule, n: int | None, confidence: float) -> RuleResolutio
 
 
 def judged_budgets(scenario: Scenario) -> list[BudgetRule]:
-    """Budget rules that will be judged (a budget is set and the percentile is the windows' p99)."""
-    return [b for b in scenario.rules.budgets
-            if (b.budget_ms or scenario.slo.budget_ms(b.metric)) is not None and b.percentile == 99.0]
+    """Budget rules that will be judged (a budget is set; each is judged at its own percentile)."""
+    return [b for b in scenario.rules.budgets if (b.budget_ms or scenario.slo.budget_ms(b.metric)) is not None]
+
+
+def _window(budgets: list[BudgetRule], window_s: float, rps: float | None, confidence: float) -> WindowResolution:
+    """The requests one budget window should hold, and whether they bound p99 and each budget's percentile."""
+    per_window = rps * window_s if rps is not None else None
+
+    def bound(pct: float) -> WindowBound:
+        need = needed(pct / 100.0, confidence)
+        return WindowBound(percentile=pct, needed=need, bounds=None if per_window is None else per_window >= need)
+
+    p99 = bound(99.0)
+    return WindowResolution(window_s=window_s, requests=round(per_window, 1) if per_window else None,
+                            needed_p99=p99.needed, bounds_p99=p99.bounds,
+                            percentiles=[bound(p) for p in sorted({b.percentile for b in budgets})])
 
 
 def sigma_for(given: PowerInput) -> tuple[dict[str, float], str]:
@@ -168,13 +181,7 @@ def plan_power(scenario: Scenario, given: PowerInput | None = None) -> PowerPlan
             results += [_fix(r, n, rate.rps, level) for r in _keep(rules.earns_keep, n, alpha_keep, sigmas,
                                                                      given.power)]
         results += [_fix(_budget(b, n, rules.confidence), n, rate.rps, level) for b in budgets]
-        window = None
-        if budgets:
-            per_window = rate.rps * rules.window_s if rate.rps is not None else None
-            need99 = needed(0.99, rules.confidence)
-            window = WindowResolution(window_s=rules.window_s, requests=round(per_window, 1) if per_window else None,
-                                      needed_p99=need99, bounds_p99=None if per_window is None
-                                      else per_window >= need99)
+        window = _window(budgets, rules.window_s, rate.rps, rules.confidence) if budgets else None
         out.append(StepPower(index=index, label=level.label, duration_s=level.duration_s, rps=rate.rps,
                              source=rate.source, source_detail=rate.detail, expected_requests=n,
                              percentiles=[_pct(n, p / 100.0, rules.confidence) for p in REPORTED], rules=results,

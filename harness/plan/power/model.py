@@ -80,14 +80,29 @@ class RuleResolution(BaseModel):
     note: str | None = None
 
 
+class WindowBound(BaseModel):
+    """Whether a budget window can bound one budget percentile from above (its two-sided interval resolves)."""
+
+    model_config = ConfigDict(extra="forbid")
+    percentile: float
+    needed: int = Field(description="requests a window needs to resolve it")
+    bounds: bool | None = Field(description="None: the window's request count is unknown")
+
+
 class WindowResolution(BaseModel):
-    """Requests in one budget window and whether a window can bound p99 from above."""
+    """Requests in one budget window and whether a window can bound each budget's percentile from above."""
 
     model_config = ConfigDict(extra="forbid")
     window_s: float
     requests: float | None
-    needed_p99: int
+    needed_p99: int = Field(description="p99 (every window has it): the requests that resolve it")
     bounds_p99: bool | None
+    percentiles: list[WindowBound] = Field(default_factory=list, description="one per percentile the budget rules "
+                                           "are judged at, ascending")
+
+    def bound(self, percentile: float | None) -> WindowBound | None:
+        """The entry for one budget percentile, if a budget is judged at it."""
+        return next((b for b in self.percentiles if b.percentile == percentile), None)
 
 
 class StepPower(BaseModel):

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.config.steps import StepLevel
-from harness.core.jsonl import read_objects
 from harness.plan.power.model import LevelRate, PowerInput, Throughput
 from harness.plan.power.resolve import sigma_from_quantiles
+from harness.rundir.entries import StepEntry
+from harness.rundir.journal import read_step_entries
+from harness.rundir.layout import RunDir
 
 METRICS = ("ttft", "itl", "e2e")
 
@@ -32,20 +34,15 @@ def _label(entry: dict[str, Any]) -> str | None:
     return str(label) if label else None
 
 
-def _from_journal(path: Path) -> dict[str, dict[str, float]]:
+def _from_journal(entries: list[StepEntry]) -> dict[str, dict[str, float]]:
     """``{label: {arm: rps}}`` from ``steps.jsonl`` (measured steps only: no warm-up, drills or partial steps)."""
     out: dict[str, dict[str, float]] = {}
-    for e in read_objects(path):
-        try:
-            if e.get("warmup") or e.get("drill") or e.get("partial") or int(e.get("step", -1)) < 0:
-                continue
-            seconds = (int(e["end_ns"]) - int(e["start_ns"])) / 1e9
-            ok = int(e.get("requests") or 0) - int(e.get("errors") or 0)
-        except (KeyError, TypeError, ValueError):
+    for e in entries:
+        if not e.measured or e.partial:
             continue
-        label = _label(e)
-        if label and seconds > 0:
-            out.setdefault(label, {})[str(e.get("arm", "?"))] = max(ok, 0) / seconds
+        ok = (e.requests or 0) - (e.errors or 0)
+        if e.label and e.duration_s > 0:
+            out.setdefault(e.label, {})[e.arm] = max(ok, 0) / e.duration_s
     return out
 
 
@@ -77,9 +74,10 @@ def read_run(run_dir: Path) -> Throughput:
     where = f"--from-run {run_dir}"
     if not run_dir.is_dir():
         raise PowerInputError(f"{where}: no such directory (give a results/<run-id>/ directory)")
-    journal, summary = run_dir / "steps.jsonl", run_dir / "summary.json"
+    run = RunDir(run_dir)
+    journal, summary = run.steps, run.summary_json
     if not journal.is_file() and not summary.is_file():
-        raise PowerInputError(f"{where}: neither steps.jsonl nor summary.json is there; is it a run directory?")
+        raise PowerInputError(f"{where}: neither {journal.name} nor {summary.name} is there; is it a run directory?")
     rates: dict[str, dict[str, float]] = {}
     sigma: dict[str, float] = {}
     used = []
@@ -87,17 +85,17 @@ def read_run(run_dir: Path) -> Throughput:
         try:
             data = json.loads(summary.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise PowerInputError(f"{where}: summary.json cannot be read ({exc}); rebuild it with "
+            raise PowerInputError(f"{where}: {summary.name} cannot be read ({exc}); rebuild it with "
                                   f"`harness report {run_dir}`") from None
         if not isinstance(data, dict):
-            raise PowerInputError(f"{where}: summary.json is not a JSON object")
+            raise PowerInputError(f"{where}: {summary.name} is not a JSON object")
         rates, sigma = _from_summary(data)
-        used.append("summary.json")
+        used.append(summary.name)
     if journal.is_file():
-        journaled = _from_journal(journal)
+        journaled = _from_journal(read_step_entries(run, strict=False))
         if journaled:
             rates = journaled  # the journal is what the load generator saw, step by step
-            used.insert(0, "steps.jsonl")
+            used.insert(0, journal.name)
     if not rates:
         raise PowerInputError(f"{where}: no measured step (requests and duration) in {' or '.join(used)}")
     by_label = {label: LevelRate(rps=round(min(arms.values()), 3), source="measured",

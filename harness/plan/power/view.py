@@ -89,8 +89,9 @@ def print_power(power: PowerPlan | None, console: Console) -> None:
             + next((_ranks(n, p) for p in reversed(step.percentiles) if p.resolved), ""))
         if step.window is not None and step.window.requests is not None:
             w = step.window
-            say(f"    budget window {w.window_s:g} s: ~{w.requests:g} requests; bounding p99 needs {w.needed_p99}: "
-                + ("yes" if w.bounds_p99 else "no"))
+            say(f"    budget window {w.window_s:g} s: ~{w.requests:g} requests; "
+                + "; ".join(f"bounding p{b.percentile:g} needs {b.needed}: " + ("yes" if b.bounds else "no")
+                            for b in w.percentiles))
         for res in step.rules:
             say("    " + _rule(step, res))
     sig = ", ".join(f"{m} {v:g}" for m, v in power.sigma.items())

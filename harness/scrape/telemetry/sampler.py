@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from harness.rundir.layout import HOST_FILE
 from harness.scrape.telemetry.probes import Nvml, block_device, read_diskstats, read_meminfo, read_shm
 
 log = logging.getLogger(__name__)
-HOST_FILE = "host.jsonl"
 MEM_KEYS = ("MemTotal", "MemAvailable", "Cached", "Buffers", "Dirty", "Shmem")
 
 

@@ -14,9 +14,10 @@ from statistics import fmean
 from typing import Any
 
 from harness.core.jsonl import read_objects
+from harness.rundir.entries import StepEntry
+from harness.rundir.layout import HOST_FILE
 from harness.schema.host_telemetry import DiskDeviceStep, GpuStep, HostStep
 from harness.schema.summary import StepSummary
-from harness.scrape.telemetry.sampler import HOST_FILE
 
 Record = dict[str, Any]
 
@@ -115,12 +116,12 @@ def host_step(rows: Sequence[Record], start_ns: int, end_ns: int) -> HostStep | 
                     disks=[_disk(root, span) for root in roots], gpus=gpus, gpu_note=gpu_note, notes=list(notes))
 
 
-def attach_host(metrics_dir: Path, steps: Sequence[StepSummary], spans: Mapping[int, Mapping[str, Any]]) -> None:
-    """Set ``step.host`` for every step with a journaled span (``start_ns``/``end_ns``) and host readings."""
+def attach_host(metrics_dir: Path, steps: Sequence[StepSummary], spans: Mapping[int, StepEntry]) -> None:
+    """Set ``step.host`` for every step with a journaled span (its ``steps.jsonl`` entry) and host readings."""
     rows = load_readings(metrics_dir)
     if not rows:
         return
     for step in steps:
         span = spans.get(step.index)
         if span is not None:
-            step.host = host_step(rows, int(span["start_ns"]), int(span["end_ns"]))
+            step.host = host_step(rows, span.start_ns, span.end_ns)

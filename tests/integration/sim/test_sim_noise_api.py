@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from harness.sim.noise import Noise, NoiseSpec
+from harness.sim.noise import Noise
+from harness.sim.noise_spec import NoiseSpec
 from harness.sim.testing import running_sim
 
 FAST = 0.02

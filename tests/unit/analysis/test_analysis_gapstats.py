@@ -12,8 +12,8 @@ from analysis_helpers import BASE, MS, frame, record
 
 from harness.analysis.gapstats import gap_stats
 from harness.analysis.latency import chunk_gaps
-from harness.analysis.load import StepSpan
 from harness.analysis.prepare import prepare, window_layout
+from harness.rundir.entries import StepEntry
 from harness.rundir.records import RequestRecord
 
 
@@ -38,7 +38,7 @@ def _reference(df: pd.DataFrame, prep_codes: np.ndarray,
 
 @pytest.mark.parametrize(("seed", "block"), [(1, 5), (2, 1 << 15), (3, 7)])
 def test_matches_numpy(seed: int, block: int) -> None:
-    spans = [StepSpan(arm="a", step=s, start_ns=BASE, end_ns=BASE + 40_000 * MS) for s in range(3)]
+    spans = [StepEntry(arm="a", step=s, start_ns=BASE, end_ns=BASE + 40_000 * MS) for s in range(3)]
     prep = prepare(frame(_random_records(seed, 300)), steps=spans)
     layout = window_layout(prep, 7.0)
     stats = gap_stats(prep, layout, block=block)

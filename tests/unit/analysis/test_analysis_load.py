@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from analysis_helpers import BASE, record
 
-from harness.analysis import load_requests, read_steps
+from harness.analysis import load_requests
 from harness.analysis.bench import main as bench_main
 from harness.rundir.records import SCHEMA, RequestRecord
 
@@ -45,18 +45,6 @@ def test_falls_back_to_parts_and_skips_a_broken_one(tmp_path: Path, caplog: pyte
 def test_no_records_gives_an_empty_frame_with_the_columns(tmp_path: Path) -> None:
     df = load_requests(tmp_path)
     assert df.empty and {"arm", "step", "chunk_ns", "send_ns"} <= set(df.columns)
-
-
-def test_read_steps_tolerates_a_torn_tail(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path = tmp_path / "steps.jsonl"
-    good = {"arm": "a", "step": 0, "label": "c4", "concurrency": 4, "rate_rps": None, "start_ns": 1, "end_ns": 2,
-            "start_wall_ns": 3, "end_wall_ns": 4, "warmup": False, "requests": 9, "client": {}}
-    path.write_text(json.dumps(good) + "\n" + json.dumps({"arm": "a"}) + "\n" + '{"arm": "a", "st')
-    with caplog.at_level(logging.WARNING):
-        spans = read_steps(path)
-    assert len(spans) == 1 and spans[0].duration_s == pytest.approx(1e-9) and spans[0].measured
-    assert "line 2" in caplog.text and "line 3" in caplog.text
-    assert read_steps(tmp_path / "absent.jsonl") == []
 
 
 def test_bench_runs_small(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from analysis_helpers import BASE, MS, frame, record
 
-from harness.analysis import StepSpan, analyze_arms, step_table
+from harness.analysis import analyze_arms, step_table
 from harness.config.rules import SloSpec
+from harness.rundir.entries import StepEntry
 from harness.rundir.records import RequestRecord
 
 
@@ -101,8 +102,8 @@ def test_several_arms_need_a_choice() -> None:
 
 
 def test_step_with_a_span_but_no_records() -> None:
-    spans = [StepSpan(arm="a", step=0, label="c4", concurrency=4, start_ns=0, end_ns=10**9),
-             StepSpan(arm="a", step=1, label="c8", concurrency=8, start_ns=2 * 10**9, end_ns=3 * 10**9)]
+    spans = [StepEntry(arm="a", step=0, label="c4", concurrency=4, start_ns=0, end_ns=10**9),
+             StepEntry(arm="a", step=1, label="c8", concurrency=8, start_ns=2 * 10**9, end_ns=3 * 10**9)]
     df = frame([record("a", 0, 0, 10, [1])])
     steps = step_table(df, SloSpec(), steps=spans)
     assert [s.requests for s in steps] == [1, 0]

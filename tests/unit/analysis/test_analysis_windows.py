@@ -7,15 +7,15 @@ import pytest
 from analysis_helpers import BASE, MS, frame, record
 
 from harness.analysis import windows
-from harness.analysis.load import StepSpan
+from harness.rundir.entries import StepEntry
 from harness.rundir.records import RequestRecord
 
 S = 1000.0  # ms per second
 
 
-def _spans(end0_s: float = 25.0) -> list[StepSpan]:
-    return [StepSpan(arm="a", step=0, start_ns=BASE, end_ns=BASE + round(end0_s * S * MS)),
-            StepSpan(arm="a", step=1, start_ns=BASE + round(30 * S * MS), end_ns=BASE + round(40 * S * MS))]
+def _spans(end0_s: float = 25.0) -> list[StepEntry]:
+    return [StepEntry(arm="a", step=0, start_ns=BASE, end_ns=BASE + round(end0_s * S * MS)),
+            StepEntry(arm="a", step=1, start_ns=BASE + round(30 * S * MS), end_ns=BASE + round(40 * S * MS))]
 
 
 def _records() -> list[RequestRecord]:
@@ -52,7 +52,7 @@ def test_short_last_piece_joins_the_previous_window() -> None:
 
 def test_empty_window_has_no_percentiles() -> None:
     points = windows(frame([record("a", 0, 1 * S, 10.0, [1])]), 5.0,
-                     steps=[StepSpan(arm="a", step=0, start_ns=BASE, end_ns=BASE + round(20 * S * MS))])
+                     steps=[StepEntry(arm="a", step=0, start_ns=BASE, end_ns=BASE + round(20 * S * MS))])
     assert len(points) == 4
     assert points[1].requests == 0 and points[1].ttft_p99_ms is None and points[1].itl_p99_ms is None
 
@@ -69,6 +69,7 @@ def test_bad_window_length() -> None:
 
 
 def test_absurd_step_span_is_a_clear_error_not_a_hang() -> None:
-    spans = [StepSpan(arm="a", step=0, start_ns=0, end_ns=BASE)]  # a wall-clock-sized span
+    # Six days: within what a journal entry may hold (a week), far more windows of 0.5 s than the analysis makes.
+    spans = [StepEntry(arm="a", step=0, start_ns=BASE, end_ns=BASE + 6 * 86_400 * 10**9)]
     with pytest.raises(ValueError, match=r"arm 'a' step 0 spans .* check the step times"):
         windows(frame([record("a", 0, 0, 10.0, [1])]), 0.5, steps=spans)

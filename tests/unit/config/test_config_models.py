@@ -7,7 +7,8 @@ from pydantic import ValidationError
 
 from harness.config.arms import GIB, Arm, FsTier, VllmConnectorOffload
 from harness.config.engine import EngineSpec
-from harness.config.errors import explain, format_loc, union_tags
+from harness.config.errors import explain, union_tags
+from harness.config.loader import format_loc
 from harness.config.steps import StepsSpec
 
 

@@ -207,18 +207,22 @@ def test_fmt_ms() -> None:
 
 def test_the_latest_search_session_counts_in_run_order() -> None:
     from harness.decision.capacity_summary import probe_entries
+    from harness.rundir.entries import ProbeSearch, StepEntry
 
-    def entry(arm: str, k: int, session: int, load: float) -> dict[str, object]:
-        return {"arm": arm, "step": probe_index(k), "label": f"search-c{int(load)}",
-                "search": {"session": session, "load": load}}
+    def entry(arm: str, k: int, session: int, load: float) -> StepEntry:
+        return StepEntry(arm=arm, step=probe_index(k), label=f"search-c{int(load)}", start_ns=k, end_ns=k + 1,
+                         search=ProbeSearch(session=session, load=load))
 
-    entries = [{"arm": "a", "step": 0}, {"arm": "a", "step": -1}, {"arm": "a", "step": -2, "drill": "restart"},
+    entries = [StepEntry(arm="a", step=0, start_ns=0, end_ns=1), StepEntry(arm="a", step=-1, start_ns=0, end_ns=1),
+               StepEntry(arm="a", step=-2, drill="restart", start_ns=0, end_ns=1),
                entry("a", 0, 1, 4), entry("a", 1, 1, 8),  # an interrupted first search ...
                entry("a", 2, 2, 4), entry("a", 3, 2, 8), entry("a", 4, 2, 16),  # ... done again after --resume
                entry("b", 0, 1, 4)]
-    assert [e["step"] for e in probe_entries(entries, "a")] == [probe_index(2), probe_index(3), probe_index(4)]
-    assert [e["step"] for e in probe_entries(entries, "b")] == [probe_index(0)]
+    assert [e.step for e in probe_entries(entries, "a")] == [probe_index(2), probe_index(3), probe_index(4)]
+    assert [e.step for e in probe_entries(entries, "b")] == [probe_index(0)]
     assert probe_entries(entries, "c") == []
+    as_lines = [e.line() for e in entries]  # the plain dicts a run reads back from its own journal
+    assert [e.step for e in probe_entries(as_lines, "a")] == [probe_index(2), probe_index(3), probe_index(4)]
 
 
 def test_saturated_client_probes_are_named() -> None:

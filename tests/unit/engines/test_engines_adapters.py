@@ -4,13 +4,15 @@ flags its adapter writes, and the launch spec helpers."""
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 import typer
 
 from harness.config.arms import Arm
-from harness.config.engine import EngineSpec
+from harness.config.engine import EngineKind, EngineSpec
 from harness.engines import REGISTRY, adapter_for, build_launch_spec
+from harness.engines.registry import ADAPTER_CLASSES
 from harness.engines.spec import LaunchSpec
 from harness.engines.trtllm import advertised_model_name, render_config
 from harness.engines.vllm import connector_config, offload_args
@@ -28,6 +30,11 @@ def test_registry_knows_the_three_engines() -> None:
     assert sorted(REGISTRY) == ["sim", "trtllm", "vllm"]
     with pytest.raises(KeyError, match="no engine adapter for kind 'sglang'; known: sim, trtllm, vllm"):
         adapter_for("sglang")
+
+
+def test_registry_is_built_from_the_adapter_classes() -> None:
+    assert {kind: type(adapter) for kind, adapter in REGISTRY.items()} == {cls.kind: cls for cls in ADAPTER_CLASSES}
+    assert sorted(REGISTRY) == sorted(get_args(EngineKind))  # every engine.kind a scenario may name has an adapter
 
 
 def test_vllm_refuses_a_trtllm_offload() -> None:

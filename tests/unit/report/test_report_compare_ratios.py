@@ -14,6 +14,9 @@ from harness.report.commands import compare_command
 from harness.report.compare import comparison_lines
 from harness.report.compare_ratios import compare_runs, plan_keys
 from harness.report.sample import write_sample_run
+from harness.rundir.entries import StepEntry
+from harness.rundir.journal import append_step
+from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA, RequestRecord
 
 N = 420  # enough requests for a resolved p99 at 95% (368)
@@ -39,7 +42,10 @@ def _records(arm: str, step: int, scale: float, seed: int) -> list[dict[str, obj
 def _run(path: Path, scale: float) -> Path:
     run = write_sample_run(path)
     rows = [r for step in range(3) for r in _records("cpu", step, scale, seed=step)]
-    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), run / "requests.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMA), RunDir(run).requests)
+    for step in range(3):  # the journaled spans hold every request (the rows that count are those inside)
+        append_step(RunDir(run), StepEntry(arm="cpu", step=step, label=f"c{step}", start_ns=1_000_000_000,
+                                           end_ns=1_000_000_000 + N * 50_000_000))
     return run
 
 

@@ -14,7 +14,8 @@ from harness.config.arms import Arm
 from harness.config.engine import EngineSpec
 from harness.engines import build_launch_spec
 from harness.sim.cli import StartupError, resolve_serve
-from harness.sim.noise import Noise, NoiseError, NoiseSpec, launch_seed
+from harness.sim.noise import Noise
+from harness.sim.noise_spec import NoiseError, NoiseSpec, launch_seed
 from harness.sim.scheduler import EngineCore
 from harness.sim.transfer import DiskQueue
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from harness.decision.rules.host_contention import host_contention
+from harness.rundir.entries import StepEntry
 from harness.schema.host_telemetry import DiskDeviceStep, HostStep
 from harness.schema.summary import ArmSummary, StepSummary
 from harness.schema.tier_health import TierHealth
@@ -64,7 +65,8 @@ def test_sampler_writes_readings_and_attach_rebuilds_from_disk(tmp_path: Path) -
     assert "mem" in first and str(tmp_path) in first["disks"]
     assert first.get("gpus") or str(first.get("gpu_note", "")).startswith("not available:")
     step = StepSummary(index=0, label="c1")
-    attach_host(tmp_path, [step], {0: {"start_ns": rows[0]["mono_ns"], "end_ns": rows[-1]["mono_ns"]}})
+    attach_host(tmp_path, [step], {0: StepEntry(arm="a", step=0, start_ns=rows[0]["mono_ns"],
+                                                end_ns=rows[-1]["mono_ns"])})
     assert step.host is not None and step.host.samples == len(rows)
     assert step.host.mem_available_min_bytes is None or step.host.mem_available_min_bytes > 0
 

@@ -1,0 +1,187 @@
+"""One drill attempt on one arm (:class:`DrillAttempt`) and its loads: each load is a journaled step, cut at its timed
+actions into phases (:func:`phase_load`; :func:`continuous_load` for one load through before/during/after).
+
+The layout of what a drill journals is described in :mod:`harness.run.drill_actions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from harness.config.drills import Drill
+from harness.config.steps import StepLevel
+from harness.config.workload import WorkloadSpec
+from harness.launch.base import RunningServer
+from harness.run.arm_errors import ArmInterrupted
+from harness.run.arm_handle import ArmHandle
+from harness.rundir import journal
+from harness.rundir.entries import DrillEvent, StepEntry
+from harness.rundir.layout import DRILL_STEP_BASE
+
+WATCH_INTERVAL_S = 0.1
+WATCH_MAX_SCRAPES = 100
+SKIPPED = "skipped"  # what a drill function returns after journaling why it did not run
+
+Action = tuple[float, str, Callable[[], None]]
+
+
+@dataclasses.dataclass
+class DrillAttempt:
+    """One drill attempt on one arm."""
+
+    runner: ArmHandle
+    scraper: Any
+    tokenizer: Any
+    drill: Drill
+    number: int
+    run_id: str = dataclasses.field(default_factory=lambda: secrets.token_hex(4))
+
+    @property
+    def server(self) -> RunningServer:
+        assert self.runner.server is not None
+        return self.runner.server
+
+    @property
+    def tiers(self) -> list[Path]:
+        return [Path(t.root_dir) for t in self.runner.arm.fs_tiers()]
+
+    def event(self, **fields: Any) -> None:
+        journal.append_drill_event(self.runner.ctx.run, DrillEvent(
+            arm=self.runner.arm.name, kind=self.drill.kind, number=self.number, drill_run=self.run_id,
+            at_ns=time.perf_counter_ns(), at_wall_ns=time.time_ns(), **fields))
+
+    def say(self, text: str) -> None:
+        self.runner.ctx.say(f"[{self.runner.arm.name}] drill {self.drill.kind}: {text}")
+
+
+def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: int | None = None,
+               concurrency: int | None = None, workload: WorkloadSpec | None = None,
+               actions: tuple[Action, ...] = (), watch: bool = False) -> str | None:
+    """One load of the drill as a step, cut at the actions' marks into spans journaled as phases ``names`` (a span
+    beyond the last name joins it). Returns a problem, or None."""
+    from harness.load import run_step
+    from harness.rundir.parts import read_parts
+
+    runner, ctx = d.runner, d.runner.ctx
+    if ctx.cancel.is_set():
+        raise ArmInterrupted
+    level = StepLevel(concurrency=concurrency or d.drill.concurrency, duration_s=seconds or None, requests=requests)
+    index, tag = DRILL_STEP_BASE - d.number, "-".join(names)
+    label = f"drill-{d.drill.kind}-{tag}"
+    server = d.server
+    d.say(f"load ({', '.join(names)}): {level.concurrency} users"
+          + (f" for {seconds:g} s" if seconds else f", {requests} requests"))
+    d.scraper.scrape_now(f"drill-{d.number}-{tag}-start")
+    req = runner.step_run(server.base_url, d.tokenizer, index, label, level, drill=d.drill.kind, drill_phase=tag)
+    if workload is not None:
+        req = dataclasses.replace(req, workload=workload)
+    timer = PhaseTimer(actions, d, watch)
+    timer.start()
+    try:
+        outcome = run_step(req, ctx.cancel)
+    finally:
+        marks = timer.finish()
+    d.scraper.scrape_now(f"drill-{d.number}-{tag}-end")
+    if ctx.cancel.is_set() or outcome.interrupted:
+        raise ArmInterrupted
+    table, _ = read_parts(outcome.parts)
+    sends: list[int] = table.column("send_ns").to_pylist() if table.num_rows else []
+    failed: list[str | None] = table.column("error_kind").to_pylist() if table.num_rows else []
+    edges = [(outcome.start_ns, outcome.start_wall_ns), *marks, (outcome.end_ns, outcome.end_wall_ns)]
+    spans = [(edges[i], edges[i + 1]) for i in range(min(len(names), len(edges) - 1))]
+    if spans:
+        spans[-1] = (spans[-1][0], edges[-1])
+    dead = not server.alive()
+    for name, ((lo, lo_wall), (hi, hi_wall)) in zip(names, spans, strict=False):
+        last = hi == edges[-1][0]
+        inside = [k for k, s in enumerate(sends) if lo <= s < hi or (last and s == hi)]
+        ctx.record_step(StepEntry(arm=runner.arm.name, step=index, label=label, concurrency=level.concurrency,
+                                  rate_rps=None, start_ns=lo, end_ns=hi, start_wall_ns=lo_wall, end_wall_ns=hi_wall,
+                                  warmup=False, requests=len(inside),
+                                  errors=sum(1 for k in inside if failed[k] is not None), client=outcome.client,
+                                  partial=bool(dead or outcome.error), error=outcome.error, recorded_at=time.time(),
+                                  drill=d.drill.kind, drill_phase=name, drill_run=d.run_id, drill_number=d.number))
+    for problem in timer.problems:
+        d.event(event="action_error", message=problem)
+    if dead:
+        return f"server {server.exit_description() or 'stopped answering'} during the drill's {tag} load"
+    if outcome.error:
+        return f"{tag} load: {outcome.error}"
+    return timer.problems[0] if timer.problems else None
+
+
+class PhaseTimer:
+    """Fires timed actions (seconds after the load starts) in a thread, each after a scrape (so the next phase's
+    counters have a base right at its start) and a mark (the phase boundary); optionally
+    scrapes every :data:`WATCH_INTERVAL_S` meanwhile (at most :data:`WATCH_MAX_SCRAPES` times)."""
+
+    def __init__(self, actions: tuple[Action, ...], d: DrillAttempt, watch: bool) -> None:
+        self.actions = sorted(actions, key=lambda a: a[0])
+        self.d = d
+        self.watch = watch
+        self.marks: list[tuple[int, int]] = []
+        self.problems: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="harness-drill", daemon=True)
+
+    def start(self) -> None:
+        if self.actions or self.watch:
+            self._thread.start()
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        pending = list(self.actions)
+        scrapes = 0
+        while pending or (self.watch and scrapes < WATCH_MAX_SCRAPES):
+            if pending and time.monotonic() - t0 >= pending[0][0]:
+                _at, name, fn = pending.pop(0)
+                self.d.scraper.scrape_now(f"drill-{self.d.number}-{name}")  # the next span's counter base
+                self.marks.append((time.perf_counter_ns(), time.time_ns()))
+                try:
+                    fn()
+                except (OSError, ValueError, httpx.HTTPError) as exc:
+                    self.problems.append(f"{name}: {type(exc).__name__}: {exc}")
+                continue
+            wait = 3600.0
+            if self.watch and scrapes < WATCH_MAX_SCRAPES:
+                self.d.scraper.scrape_now(f"drill-{self.d.number}-watch")
+                scrapes += 1
+                wait = WATCH_INTERVAL_S
+            if pending:
+                wait = min(wait, max(0.0, pending[0][0] - (time.monotonic() - t0)))
+            if self._stop.wait(wait):
+                return
+
+    def finish(self) -> list[tuple[int, int]]:
+        """Stop (actions not yet due are dropped) and return the marks, (perf_counter_ns, time_ns), in order."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=600.0)
+        return list(self.marks)
+
+
+def continuous_load(d: DrillAttempt, on: Callable[[], None], off: Callable[[], None] | None) -> str | None:
+    """One load through before/during/after: ``on`` at ``before_s`` (before the load when 0), ``off`` at
+    ``before_s + during_s``."""
+    dr = d.drill
+    off_fn = off or (lambda: None)
+    names = (["before"] if dr.before_s > 0 else []) + ["during"] + (["after"] if dr.after_s > 0 else [])
+    total = dr.before_s + dr.during_s + dr.after_s
+    if total <= 0:
+        on()
+        off_fn()
+        return None
+    actions: list[Action] = [(dr.before_s, "on", on)] if dr.before_s > 0 else []
+    if dr.before_s <= 0:
+        on()
+    if dr.after_s > 0 or off is not None:
+        actions.append((dr.before_s + dr.during_s, "off", off_fn))
+    return phase_load(d, names, total, actions=tuple(actions))
