@@ -95,7 +95,10 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
     table, _ = read_parts(outcome.parts)
     sends: list[int] = table.column("send_ns").to_pylist() if table.num_rows else []
     failed: list[str | None] = table.column("error_kind").to_pylist() if table.num_rows else []
-    edges = [(outcome.start_ns, outcome.start_wall_ns), *marks, (outcome.end_ns, outcome.end_wall_ns)]
+    # an action that fired just outside the load (before it started, after it ended) marks the load's edge, so
+    # every phase span runs forward
+    inner = [(min(max(ns, outcome.start_ns), outcome.end_ns), wall) for ns, wall in marks]
+    edges = [(outcome.start_ns, outcome.start_wall_ns), *inner, (outcome.end_ns, outcome.end_wall_ns)]
     spans = [(edges[i], edges[i + 1]) for i in range(min(len(names), len(edges) - 1))]
     if spans:
         spans[-1] = (spans[-1][0], edges[-1])

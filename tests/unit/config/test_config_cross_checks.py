@@ -5,79 +5,49 @@ engine and an external arm's ``shared_url`` with nothing to share. What works st
 
 from __future__ import annotations
 
-from typing import Any
+from config_scenarios import load_with, refused
 
-import pytest
-import yaml
-
-from harness.config import ScenarioError, load_scenario_text
-from harness.config.scenario import Scenario
-
-BASE = """
-name: cross
-engine: {kind: sim, model: m, launcher: process}
-arms:
-  - {name: baseline, tier: gpu-only}
-  - {name: tiered, tier: tiered, offload: {kind: vllm-connector, spec_name: TieringOffloadingSpec,
-     cpu_bytes_to_use: 1073741824, secondary_tiers: [{root_dir: /tmp/kv-cross}]}}
-workload:
-  classes: [{name: c, weight: 1, prompt_tokens: {min: 100, max: 200}, output_tokens: {min: 4, max: 8}}]
-steps: {levels: [{concurrency: 4, duration_s: 20}]}
-slo: {ttft_p99_ms: 2000}
-"""
 TRACE_WORKLOAD = {"classes": [], "reuse": {}, "trace": {"path": "t.jsonl"}}
-
-
-def _load(**sections: Any) -> Scenario:
-    data = yaml.safe_load(BASE)
-    data.update(sections)
-    return load_scenario_text(yaml.safe_dump(data), "s.yaml")
-
-
-def _refused(match: str, **sections: Any) -> None:
-    with pytest.raises(ScenarioError) as err:
-        _load(**sections)
-    assert match in str(err.value), str(err.value)
 
 
 def test_a_timestamps_trace_under_rising_concurrency_is_refused() -> None:
     levels = [{"concurrency": 4, "duration_s": 10}, {"concurrency": 8, "duration_s": 10}]
-    _refused("steps.levels[0].concurrency: workload.trace.mode is timestamps", workload=TRACE_WORKLOAD,
+    refused("steps.levels[0].concurrency: workload.trace.mode is timestamps", workload=TRACE_WORKLOAD,
              steps={"levels": levels})
     closed = {**TRACE_WORKLOAD, "trace": {"path": "t.jsonl", "mode": "closed_loop"}}
-    assert len(_load(workload=closed, steps={"levels": levels}).steps.levels) == 2
-    paced = _load(workload={**TRACE_WORKLOAD, "trace": {"path": "t.jsonl", "speed": 2}})
+    assert len(load_with(workload=closed, steps={"levels": levels}).steps.levels) == 2
+    paced = load_with(workload={**TRACE_WORKLOAD, "trace": {"path": "t.jsonl", "speed": 2}})
     assert paced.workload.trace is not None and paced.workload.trace.speed == 2  # one level at the trace's pace
 
 
 def test_a_trace_speed_that_rate_levels_override_is_refused() -> None:
     rates = {"levels": [{"rate_rps": 2, "duration_s": 10}, {"rate_rps": 4, "duration_s": 10}]}
-    _refused("workload.trace.speed: steps.levels[0].rate_rps rescales",
+    refused("workload.trace.speed: steps.levels[0].rate_rps rescales",
              workload={**TRACE_WORKLOAD, "trace": {"path": "t.jsonl", "speed": 3}}, steps=rates)
-    assert _load(workload=TRACE_WORKLOAD, steps=rates).steps.levels[1].rate_rps == 4
+    assert load_with(workload=TRACE_WORKLOAD, steps=rates).steps.levels[1].rate_rps == 4
 
 
 def test_a_concurrency_search_against_a_timestamps_trace_is_refused() -> None:
     search = {"metric": "ttft", "budget_ms": 1000, "low": 2, "high": 16}
-    _refused("steps.search: a concurrency search against a trace in mode: timestamps", workload=TRACE_WORKLOAD,
+    refused("steps.search: a concurrency search against a trace in mode: timestamps", workload=TRACE_WORKLOAD,
              steps={"levels": [{"concurrency": 4, "duration_s": 10}], "search": search})
 
 
 def test_a_drill_no_arm_would_run_is_refused() -> None:
     gpu_and_cpu = [{"name": "baseline", "tier": "gpu-only"},
                    {"name": "cpu", "tier": "cpu", "offload": {"kind": "vllm-native", "kv_offloading_size_gib": 1}}]
-    _refused("drills[0].arm: without an arm a drill runs on the first tiered arm", arms=gpu_and_cpu,
+    refused("drills[0].arm: without an arm a drill runs on the first tiered arm", arms=gpu_and_cpu,
              drills=[{"kind": "cache_loss"}])
-    assert _load(arms=gpu_and_cpu, drills=[{"kind": "cache_loss", "arm": "cpu"}]).drills[0].arm == "cpu"
-    assert _load(drills=[{"kind": "cache_loss"}]).drills[0].arm is None  # the tiered arm takes it
+    assert load_with(arms=gpu_and_cpu, drills=[{"kind": "cache_loss", "arm": "cpu"}]).drills[0].arm == "cpu"
+    assert load_with(drills=[{"kind": "cache_loss"}]).drills[0].arm is None  # the tiered arm takes it
 
 
 def test_a_read_slowdown_on_a_real_engine_is_refused() -> None:
     drill = {"kind": "storage_pressure", "read_slowdown": 4}
     engine = {"kind": "vllm", "model": "m", "launcher": "process"}
-    _refused("drills[0].read_slowdown: throttling disk-tier reads is the simulator's", engine=engine, drills=[drill])
-    assert _load(drills=[drill]).drills[0].read_slowdown == 4
-    assert _load(engine=engine, drills=[{"kind": "storage_pressure", "fill_gib": 1}]).drills[0].fill_gib == 1
+    refused("drills[0].read_slowdown: throttling disk-tier reads is the simulator's", engine=engine, drills=[drill])
+    assert load_with(drills=[drill]).drills[0].read_slowdown == 4
+    assert load_with(engine=engine, drills=[{"kind": "storage_pressure", "fill_gib": 1}]).drills[0].fill_gib == 1
 
 
 def test_shared_url_with_nothing_to_share_is_refused() -> None:
@@ -85,6 +55,6 @@ def test_shared_url_with_nothing_to_share_is_refused() -> None:
     arms = [{"name": "baseline", "tier": "gpu-only", "server": {"base_url": "http://127.0.0.1:8000"}},
             {"name": "cpu", "tier": "cpu", "offload": {"kind": "vllm-native", "kv_offloading_size_gib": 1},
              "server": {"base_url": "http://127.0.0.1:8001", "shared_url": True}}]
-    _refused("arms[1].server.shared_url: no earlier arm names http://127.0.0.1:8001", engine=engine, arms=arms)
+    refused("arms[1].server.shared_url: no earlier arm names http://127.0.0.1:8001", engine=engine, arms=arms)
     arms[1]["server"]["base_url"] = "http://localhost:8000"
-    assert _load(engine=engine, arms=arms).arms[1].server is not None
+    assert load_with(engine=engine, arms=arms).arms[1].server is not None

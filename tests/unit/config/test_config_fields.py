@@ -8,42 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
+from config_scenarios import load_with, refused
 
-from harness.config import ScenarioError, load_scenario_text
+from harness.config import load_scenario_text
 from harness.config.rules import BudgetRule
 
 ROOT = Path(__file__).resolve().parents[3]
-BASE = """
-name: fields
-engine: {kind: sim, model: m, launcher: process}
-arms:
-  - {name: baseline, tier: gpu-only}
-  - {name: tiered, tier: tiered, offload: {kind: vllm-connector, spec_name: TieringOffloadingSpec,
-     cpu_bytes_to_use: 1073741824, secondary_tiers: [{root_dir: /tmp/kv-fields}]}}
-workload:
-  classes: [{name: c, weight: 1, prompt_tokens: {min: 100, max: 200}, output_tokens: {min: 4, max: 8}}]
-steps: {levels: [{concurrency: 4, duration_s: 20}]}
-slo: {ttft_p99_ms: 2000}
-"""
-
-
-def _load(**sections: object):  # type: ignore[no-untyped-def]
-    data = yaml.safe_load(BASE)
-    for key, value in sections.items():
-        if isinstance(value, dict) and isinstance(data.get(key), dict):
-            data[key] = {**data[key], **value}
-        else:
-            data[key] = value
-    return load_scenario_text(yaml.safe_dump(data), "s.yaml")
-
-
-def _refused(match: str, **sections: object) -> str:
-    with pytest.raises(ScenarioError) as err:
-        _load(**sections)
-    text = str(err.value)
-    assert match in text, text
-    return text
 
 
 # --- budget percentile ---------------------------------------------------------------------------------------------
@@ -56,25 +26,25 @@ def test_a_budget_at_a_computed_percentile_loads(pct: float) -> None:
 
 @pytest.mark.parametrize("pct", [97.3, 100, 90, 0])
 def test_a_budget_at_a_percentile_no_window_computes_is_refused_naming_the_field(pct: float) -> None:
-    _refused("rules.budgets[0].percentile: use 50, 95 or 99",
+    refused("rules.budgets[0].percentile: use 50, 95 or 99",
              rules={"budgets": [{"metric": "ttft", "percentile": pct, "budget_ms": 1000}]})
 
 
 def test_a_p95_budget_needs_its_own_budget_not_the_p99_slo() -> None:
-    _refused("rules.budgets[0]: a p95 budget needs its own budget_ms", rules={"budgets": [{"metric": "ttft",
+    refused("rules.budgets[0]: a p95 budget needs its own budget_ms", rules={"budgets": [{"metric": "ttft",
                                                                                          "percentile": 95}]})
-    assert _load(rules={"budgets": [{"metric": "ttft"}]}).rules.budgets[0].budget_ms is None  # p99: the SLO's
+    assert load_with(rules={"budgets": [{"metric": "ttft"}]}).rules.budgets[0].budget_ms is None  # p99: the SLO's
 
 
 # --- drills ----------------------------------------------------------------------------------------------------------
 
 def test_drill_settings_of_another_kind_are_refused() -> None:
-    _refused("drills[0]: burst_requests applies to promotion_burst drills only, not cache_loss",
+    refused("drills[0]: burst_requests applies to promotion_burst drills only, not cache_loss",
              drills=[{"kind": "cache_loss", "burst_requests": 64}])
-    _refused("drills[0]: fill_gib applies to storage_pressure drills only, not restart",
+    refused("drills[0]: fill_gib applies to storage_pressure drills only, not restart",
              drills=[{"kind": "restart", "fill_gib": 1}])
-    _refused("a storage_pressure drill needs fill_gib", drills=[{"kind": "storage_pressure"}])
-    drills = _load(drills=[{"kind": "promotion_burst", "burst_requests": 64},
+    refused("a storage_pressure drill needs fill_gib", drills=[{"kind": "storage_pressure"}])
+    drills = load_with(drills=[{"kind": "promotion_burst", "burst_requests": 64},
                            {"kind": "storage_pressure", "read_slowdown": 4},
                            {"kind": "cache_loss", "burst_requests": 32}]).drills  # a recorded default: fine
     assert [d.kind for d in drills] == ["promotion_burst", "storage_pressure", "cache_loss"]
@@ -84,35 +54,35 @@ def test_drill_settings_of_another_kind_are_refused() -> None:
 
 def test_simulator_flags_on_a_real_engine_are_refused() -> None:
     real = {"kind": "vllm", "model": "m", "launcher": "process"}
-    _refused("engine: sim_profile, sim_time_scale apply to the simulator (engine.kind: sim) only, not vllm",
+    refused("engine: sim_profile, sim_time_scale apply to the simulator (engine.kind: sim) only, not vllm",
              engine={**real, "sim_profile": "h200", "sim_time_scale": 4})
-    _refused("sim_noise applies to the simulator", engine={**real, "sim_noise": {"seed": 3}})
-    assert _load(engine={**real, "sim_profile": "demo"}).engine.kind == "vllm"  # the default, as recorded
+    refused("sim_noise applies to the simulator", engine={**real, "sim_noise": {"seed": 3}})
+    assert load_with(engine={**real, "sim_profile": "demo"}).engine.kind == "vllm"  # the default, as recorded
 
 
 def test_container_settings_without_a_container_are_refused() -> None:
-    _refused("engine: gpus applies to containers (engine.launcher: docker) only, not process",
+    refused("engine: gpus applies to containers (engine.launcher: docker) only, not process",
              engine={"gpus": "0,1"})
-    _refused("CUDA_VISIBLE_DEVICES", engine={"gpus": "1"})
-    _refused("shm_size, ipc apply to containers", engine={"shm_size": "16g", "ipc": "host"})
-    docker = _load(engine={"launcher": "docker", "image": "kvoffload-harness-sim:0.1.0", "gpus": "0,1",
+    refused("CUDA_VISIBLE_DEVICES", engine={"gpus": "1"})
+    refused("shm_size, ipc apply to containers", engine={"shm_size": "16g", "ipc": "host"})
+    docker = load_with(engine={"launcher": "docker", "image": "kvoffload-harness-sim:0.1.0", "gpus": "0,1",
                            "shm_size": "16g"}).engine
     assert (docker.gpus, docker.shm_size) == ("0,1", "16g")
 
 
 def test_a_shm_size_the_container_does_not_get_is_refused() -> None:
-    _refused("shm_size does nothing when the container shares the host's /dev/shm (engine.ipc: host)",
+    refused("shm_size does nothing when the container shares the host's /dev/shm (engine.ipc: host)",
              engine={"launcher": "docker", "image": "kvoffload-harness-sim:0.1.0", "shm_size": "16g",
                      "ipc": "host"})
     trt = {"kind": "trtllm", "model": "m", "launcher": "docker", "image": "nvcr.io/nvidia/tensorrt-llm/release:1.0.0"}
-    _refused("TensorRT-LLM containers run with ipc host", engine={**trt, "shm_size": "16g"},
+    refused("TensorRT-LLM containers run with ipc host", engine={**trt, "shm_size": "16g"},
              arms=[{"name": "baseline", "tier": "gpu-only"}])
-    assert _load(engine={**trt, "shm_size": "16g", "ipc": "private"},
+    assert load_with(engine={**trt, "shm_size": "16g", "ipc": "private"},
                  arms=[{"name": "baseline", "tier": "gpu-only"}]).engine.shm_size == "16g"
 
 
 def test_arm_engine_overrides_still_merge() -> None:
-    scenario = _load(arms=[{"name": "baseline", "tier": "gpu-only"},
+    scenario = load_with(arms=[{"name": "baseline", "tier": "gpu-only"},
                            {"name": "b2", "tier": "gpu-only", "engine": {"max_num_seqs": 8}}])
     assert scenario.engine_for(scenario.arms[1]).max_num_seqs == 8
 
@@ -120,22 +90,22 @@ def test_arm_engine_overrides_still_merge() -> None:
 # --- steps -----------------------------------------------------------------------------------------------------------
 
 def test_think_time_on_open_loop_arrivals_is_refused() -> None:
-    _refused("steps.levels[0]: think_time_s applies to closed-loop levels (concurrency) only",
+    refused("steps.levels[0]: think_time_s applies to closed-loop levels (concurrency) only",
              steps={"levels": [{"rate_rps": 2, "duration_s": 20, "think_time_s": 1}]})
-    _refused("search.think_time_s applies to a closed-loop search",
+    refused("search.think_time_s applies to a closed-loop search",
              steps={"levels": [{"rate_rps": 2, "duration_s": 20}],
                     "search": {"budget_ms": 500, "low": 1, "high": 8, "think_time_s": 1}})
-    level = _load(steps={"levels": [{"concurrency": 2, "duration_s": 20, "think_time_s": 1}]}).steps.levels[0]
+    level = load_with(steps={"levels": [{"concurrency": 2, "duration_s": 20, "think_time_s": 1}]}).steps.levels[0]
     assert level.think_time_s == 1
 
 
 # --- rules -----------------------------------------------------------------------------------------------------------
 
 def test_a_measure_no_interval_can_be_put_on_is_refused() -> None:
-    _refused("rules.earns_keep.measures: hit_rate: the hit rate comes from server counters",
+    refused("rules.earns_keep.measures: hit_rate: the hit rate comes from server counters",
              rules={"earns_keep": {"measures": ["ttft_p95", "hit_rate"]}})
-    _refused("rules.noise_floor.measures: hit_rate", rules={"noise_floor": {"measures": ["hit_rate"]}})
-    assert _load(rules={"earns_keep": {"measures": ["goodput"]}}).rules.earns_keep is not None
+    refused("rules.noise_floor.measures: hit_rate", rules={"noise_floor": {"measures": ["hit_rate"]}})
+    assert load_with(rules={"earns_keep": {"measures": ["goodput"]}}).rules.earns_keep is not None
 
 
 # --- workload --------------------------------------------------------------------------------------------------------
@@ -144,24 +114,24 @@ TRACE = {"path": "t.jsonl"}
 
 
 def test_trace_settings_the_trace_ignores_are_refused() -> None:
-    _refused("workload.trace: speed scales the timestamps",
+    refused("workload.trace: speed scales the timestamps",
              workload={"classes": [], "trace": {**TRACE, "mode": "closed_loop", "speed": 2}})
-    _refused("workload.classes and workload.reuse are not used with workload.trace", workload={"trace": TRACE})
-    _refused("are not used with workload.trace",
+    refused("workload.classes and workload.reuse are not used with workload.trace", workload={"trace": TRACE})
+    refused("are not used with workload.trace",
              workload={"classes": [], "trace": TRACE, "reuse": {"unique_fraction": 0.5}})
-    assert _load(workload={"classes": [], "trace": {**TRACE, "speed": 2}}).workload.trace is not None
+    assert load_with(workload={"classes": [], "trace": {**TRACE, "speed": 2}}).workload.trace is not None
 
 
 def test_reuse_structures_no_class_draws_from_are_refused() -> None:
     classes = [{"name": "c", "weight": 1, "reuse": "system_prompt", "prompt_tokens": {"min": 100, "max": 200},
                 "output_tokens": {"min": 4, "max": 8}}]
-    _refused("workload.reuse.documents is configured but no request class draws from it (reuse: any or document)",
+    refused("workload.reuse.documents is configured but no request class draws from it (reuse: any or document)",
              workload={"classes": classes, "reuse": {"documents": {"count": 4}}})
-    _refused("workload.reuse.sessions is configured but no request class draws from it (reuse: session)",
+    refused("workload.reuse.sessions is configured but no request class draws from it (reuse: session)",
              workload={"classes": [{**classes[0], "reuse": "any"}], "reuse": {"sessions": {"turns": 2}}})
-    _refused("workload.reuse.system_prompts is configured",
+    refused("workload.reuse.system_prompts is configured",
              workload={"classes": [{**classes[0], "reuse": "unique"}], "reuse": {"system_prompts": {"tokens": 64}}})
-    session = _load(workload={"classes": [{**classes[0], "reuse": "session"}],
+    session = load_with(workload={"classes": [{**classes[0], "reuse": "session"}],
                               "reuse": {"system_prompts": {"tokens": 64}, "sessions": {"turns": 2}}})
     assert session.workload.reuse.system_prompts is not None  # a session opens with a system prompt
 
@@ -169,9 +139,9 @@ def test_reuse_structures_no_class_draws_from_are_refused() -> None:
 # --- load ------------------------------------------------------------------------------------------------------------
 
 def test_master_settings_without_a_master_are_refused() -> None:
-    _refused("load: master_port configures the locust master", load={"master_port": 5557})
-    _refused("master_bind_host, worker_wait_s configure", load={"master_bind_host": "0.0.0.0", "worker_wait_s": 5})
-    assert _load(load={"processes": 2, "master_port": 5557}).load.master_port == 5557
+    refused("load: master_port configures the locust master", load={"master_port": 5557})
+    refused("master_bind_host, worker_wait_s configure", load={"master_bind_host": "0.0.0.0", "worker_wait_s": 5})
+    assert load_with(load={"processes": 2, "master_port": 5557}).load.master_port == 5557
 
 
 # --- what works today ------------------------------------------------------------------------------------------------
