@@ -24,6 +24,7 @@ from harness.plan.validate import ValidateOptions
 from harness.report.commands import compare_command, index_command, make_report_command
 from harness.run.cleanup import cleanup_command
 from harness.run.live import LiveOutput
+from harness.run.options import RunOptions
 from harness.schema.summary import Summary
 from harness.sim.cli import sim_app
 from harness.trace.cli import analyze_trace_command
@@ -124,7 +125,7 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
 
     Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
-    from harness.run.orchestrator import RunOptions, run_rollout
+    from harness.run.orchestrator import run_rollout
 
     if (scenario is None) == (resume is None):
         raise fail_bad_input("give a SCENARIO file, or --resume RUN_DIR (not both)")

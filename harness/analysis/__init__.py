@@ -26,7 +26,8 @@ from harness.analysis.steptable import step_table, summaries
 from harness.analysis.windows import points, windows
 from harness.config.rules import BUDGET_PERCENTILES, SloSpec
 from harness.rundir.entries import StepEntry
-from harness.schema.summary import StepSummary, WindowPoint
+from harness.schema.summary import StepSummary
+from harness.schema.windows import WindowPoint
 from harness.stats.intervals import DEFAULT_CONFIDENCE
 
 __all__ = ["ArmTables", "Gaps", "analyze_arms", "chunk_gaps", "derive_latencies", "load_requests", "step_table",

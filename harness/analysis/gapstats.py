@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from harness.analysis.latency import list_column
 from harness.analysis.prepare import Prepared, WindowLayout
-from harness.schema.summary import Percentiles, QuantileCI
+from harness.schema.intervals import Percentiles, QuantileCI
 from harness.stats.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, ci_from_ranks, quantile_ranks
 
 BLOCK = 1 << 15

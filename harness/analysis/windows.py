@@ -6,7 +6,7 @@ first measured step started. Latencies are placed where a monitor would see them
 inter-token gap at its chunk's arrival, E2E at the request's end; ``requests`` counts requests that ended in the
 window (errors included; an error without an end time counts at its send time). Successful requests only feed the
 percentiles. Every window has its p99s; ``percentiles`` names the others to compute (a budget rule may be judged at
-p50 or p95), which land in :attr:`~harness.schema.summary.WindowPoint.percentiles`.
+p50 or p95), which land in :attr:`~harness.schema.windows.WindowPoint.percentiles`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from harness.analysis.gapstats import GapStats, gap_stats
 from harness.analysis.latency import float_column, ns_column
 from harness.analysis.prepare import Prepared, StepsArg, WindowLayout, prepare, window_codes, window_layout
-from harness.schema.summary import WindowPoint, WindowQuantile, window_key
+from harness.schema.windows import WindowPoint, WindowQuantile, window_key
 from harness.stats.grouped import GroupStats, grouped_stats
 from harness.stats.intervals import DEFAULT_CONFIDENCE
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.config.search import SearchSpec
-from harness.schema.summary import QuantileCI
+from harness.schema.intervals import QuantileCI
 
 Outcome = Literal["meets", "breaks", "unresolved"]
 Status = Literal["found", "at-least-high", "none-met", "not-run"]

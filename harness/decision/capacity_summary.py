@@ -9,8 +9,7 @@ than once (a resumed run) the latest session counts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -19,28 +18,28 @@ from harness.config.scenario import Scenario
 from harness.config.search import SearchSpec, fmt_load, fmt_ms, slo_text
 from harness.decision.capacity import Probe, conclude, is_probe_index, judge
 from harness.rundir.attempts import row_attempts
-from harness.rundir.entries import StepEntry, step_entries
-from harness.schema.summary import CapacityArm, CapacityProbe, CapacitySection, Percentiles, StepSummary
-
-Entry = StepEntry | Mapping[str, Any]  # a steps.jsonl entry, as its model or the plain dict of the line
+from harness.rundir.entries import StepEntry
+from harness.schema.capacity import CapacityArm, CapacityProbe, CapacitySection
+from harness.schema.intervals import Percentiles
+from harness.schema.summary import StepSummary
 
 TIER_WORDS = {"gpu-only": "the baseline", "cpu": "the CPU tier", "tiered": "the CPU+disk tier"}
 VERDICT_NOTE = ("Capacity at SLO informs the decision; it does not change the verdict, which the rules judge on the "
                 "fixed steps.")
 
 
-def probe_entries(entries: Sequence[Entry], arm: str) -> list[StepEntry]:
+def probe_entries(entries: Sequence[StepEntry], arm: str) -> list[StepEntry]:
     """The arm's probes of its latest search session, in the order they ran."""
-    mine = [e for e in step_entries(entries) if e.arm == arm and is_probe_index(e.step)]
+    mine = [e for e in entries if e.arm == arm and is_probe_index(e.step)]
     if not mine:
         return []
     latest = max(session(e) for e in mine)
     return sorted((e for e in mine if session(e) == latest), key=lambda e: -e.step)
 
 
-def session(entry: Entry) -> int:
+def session(entry: StepEntry) -> int:
     """The search session a probe entry belongs to (1 when it names none)."""
-    search = step_entries([entry])[0].search
+    search = entry.search
     return search.session if search is not None else 1
 
 
@@ -67,11 +66,11 @@ def _probe_frame(df: pd.DataFrame, entries: Sequence[StepEntry]) -> tuple[pd.Dat
     return out.drop(columns=["superseded"], errors="ignore"), spans
 
 
-def probe_step_summaries(scenario: Scenario, df: pd.DataFrame, probes: Sequence[Entry]) -> list[StepSummary | None]:
+def probe_step_summaries(scenario: Scenario, df: pd.DataFrame, probes: Sequence[StepEntry]) -> list[StepSummary | None]:
     """Each probe's step figures (None for a probe with no step table), in the order of ``probes``."""
     from harness.analysis import analyze_arms
 
-    entries = step_entries(probes)
+    entries = list(probes)
     if not entries:
         return []
     out: list[StepSummary | None] = [None] * len(entries)
@@ -89,9 +88,9 @@ def probe_step_summaries(scenario: Scenario, df: pd.DataFrame, probes: Sequence[
     return out
 
 
-def probe_result(spec: SearchSpec, probe: Entry, step: StepSummary | None) -> CapacityProbe:
+def probe_result(spec: SearchSpec, probe: StepEntry, step: StepSummary | None) -> CapacityProbe:
     """One probe judged against the budget."""
-    entry = step_entries([probe])[0]
+    entry = probe
     search = entry.search
     load = float((search.load if search is not None else None) or entry.concurrency or entry.rate_rps or 0.0)
     key = f"p{spec.percentile}"

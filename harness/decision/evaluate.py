@@ -20,7 +20,8 @@ from harness.decision.rules.causal import own_tier_hits
 from harness.decision.rules.errors import evaluate_errors
 from harness.decision.rules.keep import evaluate_earns_keep
 from harness.decision.rules.tier_health import evaluate_tier_health
-from harness.schema.summary import RuleResult, StepSummary, WindowPoint, window_key
+from harness.schema.summary import RuleResult, StepSummary
+from harness.schema.windows import WindowPoint, window_key
 from harness.stats.error_rates import regression_alpha
 
 

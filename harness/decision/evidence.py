@@ -21,7 +21,8 @@ from scipy.stats import mannwhitneyu
 
 from harness.analysis.latency import chunk_gaps, float_column
 from harness.config.rules import KeepMeasure, LatencyMetric, RegressionRule, SloSpec
-from harness.schema.summary import RatioCI, RuleResult
+from harness.schema.intervals import RatioCI
+from harness.schema.summary import RuleResult
 from harness.stats.intervals import invert, min_samples_to_resolve, quantile_ratio, sum_ratio
 
 F64 = npt.NDArray[np.float64]

@@ -21,7 +21,8 @@ import pandas as pd
 from harness.config.scenario import Scenario
 from harness.decision.evaluate import ArmData
 from harness.decision.evidence import improvement
-from harness.schema.summary import NoiseFloor, NoiseFloorItem, RatioCI, Statistics
+from harness.schema.intervals import RatioCI
+from harness.schema.summary import NoiseFloor, NoiseFloorItem, Statistics
 from harness.stats.intervals import QUANTILE_METHOD, RATIO_METHOD
 
 AA_SUFFIX = "~aa"

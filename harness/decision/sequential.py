@@ -35,7 +35,7 @@ from harness.rundir.attempts import counted_entries, counted_rows, row_attempts
 from harness.rundir.entries import StepEntry
 from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
-from harness.schema.summary import QuantileCI
+from harness.schema.intervals import QuantileCI
 from harness.stats.error_rates import keep_alpha, regression_alpha
 from harness.stats.intervals import interval_from_sorted, min_samples_to_resolve
 

@@ -41,16 +41,8 @@ from harness.rundir.layout import (
 )
 from harness.rundir.read import check_requests, read_checks, read_manifest
 from harness.rundir.resume import failure_cause
-from harness.schema.summary import (
-    ArmFailure,
-    ArmSummary,
-    LaunchRecord,
-    LoadTime,
-    RuleResult,
-    StepSummary,
-    Summary,
-    WindowPoint,
-)
+from harness.schema.summary import ArmFailure, ArmSummary, LaunchRecord, LoadTime, RuleResult, StepSummary, Summary
+from harness.schema.windows import WindowPoint
 from harness.scrape.catalog import catalog_for_engine
 from harness.scrape.series import load_scrapes
 from harness.scrape.telemetry.steps import attach_host

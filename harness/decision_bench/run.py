@@ -20,6 +20,7 @@ import numpy as np
 import yaml
 
 from harness.decision_bench.cases import CASES, scenario
+from harness.run.options import RunOptions
 
 
 @dataclass
@@ -58,7 +59,7 @@ def _mw_flag(run_dir: Path, arm: str, base: str, alpha: float, steps: int) -> bo
 
 def run_case(case: str, seed: int, out: Path, step_s: float) -> Outcome:
     """One rollout of one case."""
-    from harness.run.orchestrator import RunOptions, run_rollout
+    from harness.run.orchestrator import run_rollout
 
     work = out / f"{case}-{seed}"
     work.mkdir(parents=True, exist_ok=True)

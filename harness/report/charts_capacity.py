@@ -8,7 +8,8 @@ from matplotlib.lines import Line2D
 from harness.report import charts_ci
 from harness.report.charts import Chart
 from harness.report.svg import SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
-from harness.schema.summary import CapacityProbe, Summary
+from harness.schema.capacity import CapacityProbe
+from harness.schema.summary import Summary
 
 _OUTCOME_MARKERS = {"meets": "o", "breaks": "X", "unresolved": "D"}
 

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.schema.summary import QuantileCI
+from harness.schema.intervals import QuantileCI
 
 
 def plain_number(value: float, _pos: object = None) -> str:

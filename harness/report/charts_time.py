@@ -13,7 +13,8 @@ from matplotlib.patches import Patch
 from harness.report import charts_ci
 from harness.report.charts import Chart, load_label
 from harness.report.svg import BREACH_COLOUR, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
-from harness.schema.summary import ArmSummary, QuantileCI, Summary
+from harness.schema.intervals import QuantileCI
+from harness.schema.summary import ArmSummary, Summary
 
 HIT_CLASS_COLOURS = {"mostly-cached": "#009E73", "partial": "#0072B2", "recomputed": "#D55E00"}
 _OTHER_CLASS_COLOUR = "#999999"

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.report.fmt import ms, num, pct, ratio
 from harness.report.fmt_ci import interval_view, ratio_view
-from harness.schema.summary import ArmSummary, QuantileCI, RatioCI, StepSummary, Summary
+from harness.schema.intervals import QuantileCI, RatioCI
+from harness.schema.summary import ArmSummary, StepSummary, Summary
 
 # A ratio outside [1 - CHANGE, 1 + CHANGE] is called a change in the text output.
 CHANGE = 0.10

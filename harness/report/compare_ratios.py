@@ -32,7 +32,8 @@ from harness.rundir.errors import ReportInputError
 from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
 from harness.rundir.read import check_requests
-from harness.schema.summary import ArmSummary, RatioCI, Summary
+from harness.schema.intervals import RatioCI
+from harness.schema.summary import ArmSummary, Summary
 
 log = logging.getLogger(__name__)
 MAX_GAPS = 5000

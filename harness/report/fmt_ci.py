@@ -14,7 +14,8 @@ from functools import cache
 from typing import Literal
 
 from harness.report.fmt import MISSING, ms, ratio
-from harness.schema.summary import Percentiles, QuantileCI, RatioCI, RuleResult, Statistics, Summary
+from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
+from harness.schema.summary import RuleResult, Statistics, Summary
 
 Kind = Literal["none", "exact", "point", "at-least", "at-most", "unresolved"]
 _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}

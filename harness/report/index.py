@@ -24,7 +24,8 @@ from harness.report.load import ReportInputError, load_summary_file
 from harness.report.templating import html_env, slug
 from harness.report.writers import html_safe_json, write_files
 from harness.rundir.layout import REPORT_HTML, RunDir
-from harness.schema.summary import QuantileCI, Summary
+from harness.schema.intervals import QuantileCI
+from harness.schema.summary import Summary
 
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
 MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)

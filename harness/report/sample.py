@@ -20,6 +20,7 @@ from typing import Literal
 from harness.report import sample_stats as stats
 from harness.report.writers import summary_json_text
 from harness.rundir.layout import COMPOSE_DIR, LOGS_DIR, MANIFEST, METRICS_DIR, REQUESTS, SCENARIO, RunDir
+from harness.schema.intervals import Percentiles
 from harness.schema.summary import (
     ArmSummary,
     CheckItem,
@@ -31,12 +32,11 @@ from harness.schema.summary import (
     HitClassLatency,
     HitTokens,
     LaunchRecord,
-    Percentiles,
     ServerStep,
     StepSummary,
     Summary,
-    WindowPoint,
 )
+from harness.schema.windows import WindowPoint
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 CONCURRENCY = (4, 16, 32)

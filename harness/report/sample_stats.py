@@ -10,16 +10,8 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from harness.schema.summary import (
-    LoadTime,
-    NoiseFloor,
-    NoiseFloorItem,
-    Percentiles,
-    QuantileCI,
-    RatioCI,
-    RuleResult,
-    Statistics,
-)
+from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
+from harness.schema.summary import LoadTime, NoiseFloor, NoiseFloorItem, RuleResult, Statistics
 from harness.stats.intervals import QUANTILE_METHOD, RATIO_METHOD, ci_from_ranks, quantile_ranks
 
 CONFIDENCE = 0.95

@@ -27,7 +27,7 @@ from harness.run.arm_errors import StepProblem
 from harness.run.arm_handle import ArmHandle
 from harness.rundir import journal
 from harness.rundir.entries import ProbeSearch, StepEntry
-from harness.schema.summary import CapacityProbe
+from harness.schema.capacity import CapacityProbe
 
 
 def _level(spec: SearchSpec, kind: str, probe: Probe) -> StepLevel:

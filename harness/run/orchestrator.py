@@ -11,31 +11,25 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import shutil
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.config import Scenario, ScenarioError, load_scenario
-from harness.config.loader import scenario_hash
-from harness.host.facts import HostFacts
+from harness.config import Scenario, ScenarioError
 from harness.plan.checks.runner import has_errors, run_checks
 from harness.plan.validate.gate import validation_gate
-from harness.plan.validate.runner import ValidateOptions
 from harness.report.writers import render_run, summary_json_text
 from harness.run.arm import ArmResult, ArmRunner
 from harness.run.arm_errors import ArmInterrupted
 from harness.run.context import RunContext
-from harness.run.manifest import new_manifest
-from harness.run.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
+from harness.run.options import BadRunInput, RunOptions, RunResult
+from harness.run.prepare import completed_state, prepare_run
 from harness.run.signals import cancel_on_signals
 from harness.rundir import journal
-from harness.rundir.layout import RunDir, new_run_id
-from harness.rundir.resume import finished_arms
-from harness.schema.summary import CheckItem, Summary
+from harness.rundir.layout import RunDir
+from harness.schema.summary import CheckItem
 from harness.secrets.redact import secret_values
 from harness.workload.plan import LoadConfigError, build_request_plan
 from harness.workload.replay import TraceLoadError
@@ -43,70 +37,6 @@ from harness.workload.replay import TraceLoadError
 EXIT_INTERRUPTED = 4
 EXIT_FAILED = 4
 EXIT_BAD_INPUT = 2
-
-
-@dataclass
-class RunOptions:
-    """Options of ``harness run``."""
-
-    out_dir: Path = Path("results")
-    only: list[str] | None = None
-    resume: Path | None = None
-    allow_unpinned: bool = False
-    overrides: tuple[str, ...] = ()
-    host: HostFacts | None = None
-    write_reports: bool = True
-    validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
-
-
-@dataclass
-class RunResult:
-    """What the run produced."""
-
-    run_dir: Path | None
-    exit_code: int
-    summary: Summary | None = None
-    checks: list[CheckItem] | None = None
-    message: str = ""
-
-
-class BadRunInput(Exception):
-    """Bad input discovered before anything was launched (exit 2)."""
-
-
-def _completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
-    """Arms finished (completed, or failed because of the server) and completed step counts of unfinished arms,
-    from the journals (an arm the harness's own failure stopped is not finished: it is redone)."""
-    finished = finished_arms(journal.read_arm_events(run, strict=False))
-    steps: dict[str, int] = {}
-    for e in journal.read_step_entries(run, strict=False):
-        if e.measured and not e.partial:
-            steps[e.arm] = max(steps.get(e.arm, 0), e.step + 1)
-    return finished, steps
-
-
-def _prepare(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, RunDir, str, dict[str, Any]]:
-    if opts.resume is not None:
-        run = RunDir(opts.resume)
-        if not run.scenario.is_file() or not run.manifest.is_file():
-            raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
-        scenario = load_recorded_scenario(run.scenario)  # secrets by name: they must be in the environment
-        manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
-        return scenario, run, str(manifest["run_id"]), manifest
-    assert scenario_path is not None
-    scenario = resolve_flag_references(load_scenario(scenario_path, opts.overrides))
-    if opts.only:
-        unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
-        if unknown:
-            raise BadRunInput(f"--only: no arm named {', '.join(unknown)}; arms: "
-                              f"{', '.join(a.name for a in scenario.arms)}")
-    run_id = new_run_id(scenario.name)
-    run = RunDir(opts.out_dir / run_id).create()
-    run.scenario.write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
-    manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
-    manifest["only"] = opts.only
-    journal.write_json_atomic(run.manifest, manifest)
-    return scenario, run, run_id, manifest
 
 
 _FILE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EFBIG}
@@ -132,7 +62,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
                 cancel: threading.Event | None = None) -> RunResult:
     """Run (or resume) a rollout; never raises for bad input, server failures or a results disk that fills up."""
     try:
-        scenario, run, run_id, manifest = _prepare(scenario_path, opts)
+        scenario, run, run_id, manifest = prepare_run(scenario_path, opts)
     except (ScenarioError, BadRunInput) as exc:
         return RunResult(None, EXIT_BAD_INPUT, message=str(exc))
     except OSError as exc:
@@ -171,7 +101,7 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
                      secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
                      scenario_dir=_scenario_dir(manifest))
     only = set(manifest.get("only") or opts.only or [a.name for a in scenario.arms])
-    finished, done_steps = _completed_state(run)
+    finished, done_steps = completed_state(run)
     if opts.resume is not None:
         manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
         ctx.save_manifest()

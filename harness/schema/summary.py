@@ -4,76 +4,28 @@ Field names follow ``shared/DESIGN.md``: ``verdict``, ``recommended_arm``, per a
 (``baseline|go|hold|no-go|failed``), ``reasons`` (sentences with the numbers), and per step ``concurrency``,
 ``requests``, ``errors``, ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` percentiles, ``output_tokens_per_s``, ``hit_tokens``
 by source. A value that could not be measured is ``null`` and named in ``missing``; it is never 0.
+
+Its parts stand beside it: figures with intervals (:mod:`.intervals`), windows (:mod:`.windows`), capacity at SLO
+(:mod:`.capacity`), tier health (:mod:`.tier_health`) and host telemetry (:mod:`.host_telemetry`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import AliasChoices, Field
 
+from harness.schema.base import SchemaModel as _Model
+from harness.schema.capacity import CapacitySection
 from harness.schema.host_telemetry import HostStep
+from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.tier_health import TierHealth
+from harness.schema.windows import WindowPoint
 
 SCHEMA_VERSION = 2
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class QuantileCI(_Model):
-    """A percentile's confidence interval (see :mod:`harness.stats.intervals`).
-
-    ``lo``/``hi`` None: the sample cannot bound the percentile on that side; ``resolved`` only when both ends
-    exist. ``n`` is the sample size the interval was computed for (for inter-token gaps, the requests)."""
-
-    lo: float | None = None
-    hi: float | None = None
-    resolved: bool = False
-    n: int = 0
-    note: str | None = None
-
-
-class RatioCI(_Model):
-    """A ratio between two arms (or an A/A pair) with its confidence interval; unresolved when either side's
-    percentile is, or the samples are too few."""
-
-    ratio: float | None = None
-    lo: float | None = None
-    hi: float | None = None
-    resolved: bool = False
-    confidence: float = 0.95
-    method: str = ""
-    note: str | None = None
-
-
-class Percentiles(_Model):
-    """Latency percentiles in milliseconds (None when there were no samples), each with its interval."""
-
-    p50: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    mean: float | None = None
-    count: int = 0
-    p50_ci: QuantileCI | None = None
-    p95_ci: QuantileCI | None = None
-    p99_ci: QuantileCI | None = None
-    confidence: float | None = None
-    method: str | None = None
-
-    def ci(self, pct: str) -> QuantileCI | None:
-        """The interval of ``p50`` / ``p95`` / ``p99``."""
-        value = getattr(self, f"{pct}_ci", None)
-        return value if isinstance(value, QuantileCI) else None
-
-    def resolved(self, pct: str) -> bool:
-        """True when the percentile's interval has both ends inside the sample."""
-        ci = self.ci(pct)
-        return ci is not None and ci.resolved
 
 
 class HitTokens(_Model):
@@ -186,52 +138,6 @@ class StepSummary(_Model):
     planned_duration_s: float | None = None  # the step's fixed horizon
     ended_early: bool = False  # a sequential step stopped once its decision was settled
     stop_reason: str | None = None
-
-
-class WindowQuantile(_Model):
-    """One window's percentile of one metric, with its interval (None: no samples in the window)."""
-
-    value_ms: float | None = None
-    ci: QuantileCI | None = None
-
-
-class WindowPoint(_Model):
-    """Windowed percentiles over time inside an arm (for rollback rules and the timeline chart): p99 always, and in
-    ``percentiles`` others keyed ``ttft_p95``, ``itl_p50``, ... (the summary keeps those a budget rule of the arm
-    was judged at)."""
-
-    step: int
-    start_s: float  # seconds since the arm's first step started
-    end_s: float
-    requests: int
-    ttft_p99_ms: float | None = None
-    itl_p99_ms: float | None = None
-    e2e_p99_ms: float | None = None
-    ttft_p99_ci: QuantileCI | None = None
-    itl_p99_ci: QuantileCI | None = None
-    e2e_p99_ci: QuantileCI | None = None
-    breached: list[str] = Field(default_factory=list)  # rule labels with a resolved breach in this window
-    unresolved: list[str] = Field(default_factory=list)  # rule labels this window could not judge
-    percentiles: dict[str, WindowQuantile] = Field(default_factory=dict)  # besides p99: "ttft_p95" -> value, ci
-
-    @model_serializer(mode="wrap")
-    def _without_empty_percentiles(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Leave ``percentiles`` out when no budget rule used one (a p99-only run's summary reads as before)."""
-        data: dict[str, Any] = handler(self)
-        if not self.percentiles:
-            data.pop("percentiles", None)
-        return data
-
-    def quantile(self, metric: str, percentile: float) -> WindowQuantile | None:
-        """The window's ``metric`` (ttft / itl / e2e) at ``percentile``; None when it was not computed."""
-        if percentile == 99.0:
-            return WindowQuantile(value_ms=getattr(self, f"{metric}_p99_ms"), ci=getattr(self, f"{metric}_p99_ci"))
-        return self.percentiles.get(window_key(metric, percentile))
-
-
-def window_key(metric: str, percentile: float) -> str:
-    """The key of a window percentile other than p99 in :attr:`WindowPoint.percentiles` (``ttft_p95``)."""
-    return f"{metric}_p{percentile:g}"
 
 
 class RuleResult(_Model):
@@ -365,52 +271,6 @@ class FitItem(_Model):
     name: str
     status: Literal["pass", "warn", "unknown"]
     evidence: str
-
-
-class CapacityProbe(_Model):
-    """One probe of the capacity search: its load, sample and percentile interval against the budget."""
-
-    step: int  # its steps.jsonl index (harness.decision.capacity.probe_index)
-    label: str
-    load: float
-    requests: int = 0
-    errors: int = 0
-    n: int = 0  # samples of the percentile (ITL: the requests)
-    duration_s: float = 0.0
-    value_ms: float | None = None
-    ci: QuantileCI | None = None
-    outcome: Literal["meets", "breaks", "unresolved"]
-    extended: bool = False  # the re-run of an unresolved probe, longer
-    reason: str = ""
-    client_saturated: bool = False  # the load generator could not keep up: latencies include client delay
-
-
-class CapacityArm(_Model):
-    """One arm's capacity at the SLO: the highest probed load whose percentile interval met the budget."""
-
-    arm: str
-    status: Literal["found", "at-least-high", "none-met", "not-run"]
-    capacity: float | None = None  # None: no probed load met
-    not_met: float | None = None  # the lowest probed load that did not meet
-    complete: bool = False  # the bracket reached the resolution (or an end of the range)
-    message: str = ""
-    probes: list[CapacityProbe] = Field(default_factory=list)
-
-
-class CapacitySection(_Model):
-    """Capacity at SLO (``steps.search``): per arm and tier against baseline. It informs; the verdict's rules do not
-    read it."""
-
-    metric: str
-    percentile: float
-    budget_ms: float
-    kind: Literal["concurrency", "rate"]
-    low: float
-    high: float
-    confidence: float = 0.95
-    arms: list[CapacityArm] = Field(default_factory=list)
-    comparison: list[str] = Field(default_factory=list)  # tier against baseline, in words
-    note: str = ""
 
 
 class Summary(_Model):

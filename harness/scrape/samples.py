@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness.schema.summary import HitTokens, Percentiles, QuantileCI, ServerStep
+from harness.schema.intervals import Percentiles, QuantileCI
+from harness.schema.summary import HitTokens, ServerStep
 from harness.schema.tier_health import TierHealth
 from harness.scrape.catalog import Catalog
 from harness.scrape.deltas import HistogramDelta

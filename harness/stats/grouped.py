@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from harness.schema.summary import Percentiles, QuantileCI
+from harness.schema.intervals import Percentiles, QuantileCI
 from harness.stats.intervals import DEFAULT_CONFIDENCE, QUANTILE_METHOD, interval_from_sorted
 
 QUANTILES = (50.0, 95.0, 99.0)

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.stats import binom, bootstrap
 
-from harness.schema.summary import QuantileCI, RatioCI
+from harness.schema.intervals import QuantileCI, RatioCI
 
 F64 = npt.NDArray[np.float64]
 DEFAULT_CONFIDENCE = 0.95

@@ -34,7 +34,8 @@ from rel_support import Progress
 from test_reliability_signals import ENV, EXIT_BY_VERDICT, _alive, _finished_requests
 
 from harness.decision.summarize import rebuild_summary
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.run.signals import ForcedStop, cancel_on_signals
 from harness.rundir import journal
 from harness.rundir.attempts import counted_mask, superseded_mask

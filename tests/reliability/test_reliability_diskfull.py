@@ -21,7 +21,8 @@ from rel_support import small_tmpfs
 from typer.testing import CliRunner
 
 from harness.cli import app
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.rundir import journal
 
 

@@ -12,7 +12,8 @@ from rel_support import Progress, assert_no_new_children, child_pids, make_scena
 
 from harness.decision.summarize import rebuild_summary
 from harness.host.labels import DISK_TIER_MARKER
-from harness.run.orchestrator import RunOptions, RunResult, run_rollout
+from harness.run.options import RunOptions, RunResult
+from harness.run.orchestrator import run_rollout
 from harness.run.storage_pressure import FILLER_NAME
 from harness.schema.summary import DrillResult
 

@@ -17,7 +17,8 @@ from rel_support import Progress, admin_faults, tiered_arm
 from harness.config.steps import StepLevel
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.rundir import journal
 from harness.schema.summary import ArmSummary
 

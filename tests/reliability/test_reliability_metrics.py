@@ -14,7 +14,8 @@ import pytest
 
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.scrape.scraper import ERROR_BODY_CHARS, Scraper
 from harness.scrape.series import load_scrapes
 

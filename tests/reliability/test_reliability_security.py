@@ -22,7 +22,8 @@ from rel_support import Progress, tiered_arm
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
 from harness.host.labels import DISK_TIER_MARKER
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.secrets.redact import MASK
 from harness.sim.testing import LISTEN_PREFIX, sim_command, stop_process
 

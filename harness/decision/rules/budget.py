@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.config.rules import BudgetRule
-from harness.schema.summary import Percentiles, QuantileCI, RuleResult, StepSummary
+from harness.schema.intervals import Percentiles, QuantileCI
+from harness.schema.summary import RuleResult, StepSummary
 
 WindowStatus = Literal["breach", "pass", "unresolved"]
 Maker = Callable[[WindowStatus, str, "int | None"], RuleResult]

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 
 from harness.config.rules import EarnsKeepRule
 from harness.decision.evidence import StepSample, describe, improvement
-from harness.schema.summary import RatioCI, RuleResult, StepSummary
+from harness.schema.intervals import RatioCI
+from harness.schema.summary import RuleResult, StepSummary
 from harness.stats.error_rates import keep_alpha
 
 RULE = "earns-its-keep"

@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "reliability"))
 from rel_support import make_scenario
 
 from harness.config import load_scenario
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.run.ports import free_port
 from harness.sim.groundtruth import read_ground_truth
 from harness.workload.plan import build_request_plan

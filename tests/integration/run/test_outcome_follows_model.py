@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 from harness.schema.summary import Summary
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 
 EXIT_BY_VERDICT = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.decision.summarize import rebuild_summary
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 
 
 def test_host_telemetry_and_tier_health_per_step(short_scenario: Callable[..., Path], tmp_path: Path) -> None:

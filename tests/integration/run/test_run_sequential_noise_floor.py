@@ -11,7 +11,8 @@ import yaml
 
 from harness.decision.summarize import rebuild_summary
 from harness.decision_bench.cases import scenario
-from harness.run.orchestrator import RunOptions, run_rollout
+from harness.run.options import RunOptions
+from harness.run.orchestrator import run_rollout
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ import pytest
 
 from harness.config import load_scenario_text
 from harness.decision.evaluate import budget_results
-from harness.schema.summary import Percentiles, QuantileCI, StepSummary, WindowPoint, WindowQuantile
+from harness.schema.intervals import Percentiles, QuantileCI
+from harness.schema.summary import StepSummary
+from harness.schema.windows import WindowPoint, WindowQuantile
 
 SCENARIO = """
 name: p95

@@ -10,7 +10,8 @@ from harness.decision.evidence import StepSample, regression_step
 from harness.decision.rules.budget import WindowValue, evaluate_budget
 from harness.decision.rules.errors import evaluate_errors
 from harness.decision.rules.keep import evaluate_earns_keep
-from harness.schema.summary import Percentiles, QuantileCI, StepSummary
+from harness.schema.intervals import Percentiles, QuantileCI
+from harness.schema.summary import StepSummary
 from harness.stats.intervals import quantile_interval
 
 RNG = np.random.default_rng(7)

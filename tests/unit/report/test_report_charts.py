@@ -10,7 +10,8 @@ from harness.report.charts import hit_quality_chart, hit_shares, latency_chart, 
 from harness.report.charts_time import TrendSeries, hit_class_chart, trend_chart, windows_chart
 from harness.report.html import build_charts
 from harness.report.sample import sample_summary
-from harness.schema.summary import HitTokens, Percentiles, StepSummary, Summary
+from harness.schema.intervals import Percentiles
+from harness.schema.summary import HitTokens, StepSummary, Summary
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from harness.report import fmt_ci
 from harness.report.sample import sample_summary
-from harness.schema.summary import Percentiles, QuantileCI, RatioCI, RuleResult
+from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
+from harness.schema.summary import RuleResult
 
 
 def test_resolved_percentile_reads_value_interval_and_n() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from harness.report.charts_time import other_percentiles, windows_chart
 from harness.report.sample import sample_summary
-from harness.schema.summary import Summary, WindowQuantile
+from harness.schema.summary import Summary
+from harness.schema.windows import WindowQuantile
 
 
 def _with_p95(summary: Summary) -> Summary:

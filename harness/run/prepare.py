@@ -1,0 +1,52 @@
+"""A run's directory before its first arm: a new one (the scenario as resolved, the manifest), or the one
+``--resume`` continues (its recorded scenario and manifest, and what its journals say is already done)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.config import Scenario, load_scenario
+from harness.config.loader import scenario_hash
+from harness.run.manifest import new_manifest
+from harness.run.options import BadRunInput, RunOptions
+from harness.run.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
+from harness.rundir import journal
+from harness.rundir.layout import RunDir, new_run_id
+from harness.rundir.resume import finished_arms
+
+
+def completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
+    """Arms finished (completed, or failed because of the server) and completed step counts of unfinished arms,
+    from the journals (an arm the harness's own failure stopped is not finished: it is redone)."""
+    finished = finished_arms(journal.read_arm_events(run, strict=False))
+    steps: dict[str, int] = {}
+    for e in journal.read_step_entries(run, strict=False):
+        if e.measured and not e.partial:
+            steps[e.arm] = max(steps.get(e.arm, 0), e.step + 1)
+    return finished, steps
+
+
+def prepare_run(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, RunDir, str, dict[str, Any]]:
+    if opts.resume is not None:
+        run = RunDir(opts.resume)
+        if not run.scenario.is_file() or not run.manifest.is_file():
+            raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
+        scenario = load_recorded_scenario(run.scenario)  # secrets by name: they must be in the environment
+        manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
+        return scenario, run, str(manifest["run_id"]), manifest
+    assert scenario_path is not None
+    scenario = resolve_flag_references(load_scenario(scenario_path, opts.overrides))
+    if opts.only:
+        unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
+        if unknown:
+            raise BadRunInput(f"--only: no arm named {', '.join(unknown)}; arms: "
+                              f"{', '.join(a.name for a in scenario.arms)}")
+    run_id = new_run_id(scenario.name)
+    run = RunDir(opts.out_dir / run_id).create()
+    run.scenario.write_text(recorded_scenario_yaml(scenario), encoding="utf-8")  # secrets by name
+    manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
+    manifest["only"] = opts.only
+    journal.write_json_atomic(run.manifest, manifest)
+    return scenario, run, run_id, manifest
