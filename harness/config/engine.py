@@ -18,9 +18,9 @@ _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 # docker run --gpus: 'all', a count, or device ids ('0,1', 'device=2', GPU UUIDs).
 _GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
-# Fields only the simulator reads, with their defaults (a recorded scenario spells every default out).
-SIM_DEFAULTS: dict[str, object] = {"sim_profile": "demo", "sim_profile_file": None, "sim_flavor": "vllm",
-                                   "sim_time_scale": 1.0, "sim_args": [], "sim_noise": None}
+# Fields only the simulator reads, and those only a container gets: refused elsewhere when not at their defaults.
+SIM_FIELDS = ("sim_profile", "sim_profile_file", "sim_flavor", "sim_time_scale", "sim_args", "sim_noise")
+CONTAINER_FIELDS = ("gpus", "shm_size", "ipc")
 
 
 def _apply(names: list[str]) -> str:
@@ -122,13 +122,12 @@ class EngineSpec(StrictModel):
         """Refuse settings nothing would read: simulator flags on a real engine, container settings without a
         container, a shared-memory size the container does not get."""
         if self.kind != "sim":
-            stray = [name for name, default in SIM_DEFAULTS.items() if getattr(self, name) != default]
+            stray = self.changed_fields(SIM_FIELDS)
             if stray:
                 raise ValueError(f"{', '.join(stray)} {_apply(stray)} to the simulator (engine.kind: sim) only, not "
                                  f"{self.kind}: remove {_them(stray)}")
         if self.effective_launcher != "docker":
-            given = [name for name, unset in (("gpus", "all"), ("shm_size", None), ("ipc", None))
-                     if getattr(self, name) != unset]
+            given = self.changed_fields(CONTAINER_FIELDS)
             if given:
                 fix = (" (for a local process choose GPUs with engine.env.CUDA_VISIBLE_DEVICES)"
                        if "gpus" in given else "")

@@ -81,8 +81,7 @@ class LoadSpec(StrictModel):
             raise ValueError(f"remote_workers: {self.remote_workers} needs a fixed master_port (the port the "
                              "workers' `harness load-worker --master HOST:PORT` connects to)")
         if self.processes == 1 and not self.remote_workers:
-            unused = [name for name, default in (("master_bind_host", "127.0.0.1"), ("master_port", None),
-                                                 ("worker_wait_s", 60.0)) if getattr(self, name) != default]
+            unused = self.changed_fields(["master_bind_host", "master_port", "worker_wait_s"])
             if unused:
                 verb, them = ("configures", "it") if len(unused) == 1 else ("configure", "them")
                 raise ValueError(f"{', '.join(unused)} {verb} the locust master, which one local process without "

@@ -25,9 +25,6 @@ def storage_pressure(d: DrillAttempt) -> str | None:
     """The drill on its arm; returns a problem, None, or :data:`SKIPPED` (journaled why) when it cannot apply."""
     dr = d.drill
     tiers = d.tiers
-    if not dr.fill_gib and not dr.read_slowdown:
-        d.event(event="skipped", message="give fill_gib and/or read_slowdown to apply storage pressure")
-        return SKIPPED
     if dr.fill_gib and not tiers:
         d.event(event="skipped", message="fill_gib needs a disk tier and the arm has none")
         return SKIPPED

@@ -13,19 +13,18 @@ A ``failed`` event written before causes existed reads as ``server``, unless its
 own failures wrote then. Each start of a step is journaled as an ``attempt`` event (arm, step, attempt), which numbers
 the next try (see :mod:`harness.rundir.attempts`).
 
-Events are :class:`~harness.rundir.entries.ArmEvent` models or the plain dicts :func:`harness.rundir.journal.read`
-gives.
+Events are the journal's :class:`~harness.rundir.entries.ArmEvent` models
+(:func:`harness.rundir.journal.read_arm_events`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import Literal
 
 from harness.rundir.entries import ArmEvent
 
 Cause = Literal["server", "harness"]
-Event = ArmEvent | Mapping[str, Any]
 TERMINAL = ("completed", "failed", "interrupted")
 ATTEMPT_EVENT = "attempt"
 # What the load generator's own failures said before ``cause`` was journaled (old run directories).
@@ -33,49 +32,35 @@ _HARNESS_MESSAGES = ("load runner failed:", "the load generator died without an 
                      "load worker(s) stopped responding")
 
 
-def _fields(event: Event) -> Mapping[str, Any]:
-    return event.line() if isinstance(event, ArmEvent) else event
-
-
-def event_attempt(event: Event) -> int:
+def event_attempt(event: ArmEvent) -> int:
     """The attempt an ``attempt`` event names; 1 where it names none (written before attempts existed)."""
-    value = _fields(event).get("attempt")
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
+    return event.attempt if event.attempt is not None and event.attempt >= 1 else 1
 
 
-def failure_cause(event: Event) -> Cause:
+def failure_cause(event: ArmEvent) -> Cause:
     """The cause of a ``failed`` event (``server`` for old events, unless the load generator's own failure)."""
-    fields = _fields(event)
-    cause = fields.get("cause")
-    if cause == "harness":
-        return "harness"
-    if cause == "server":
-        return "server"
-    failure = fields.get("failure")
-    message = str(failure.get("message", "")) if isinstance(failure, Mapping) else ""
+    if event.cause in ("harness", "server"):
+        return "harness" if event.cause == "harness" else "server"
+    message = event.failure.message if event.failure is not None else ""
     return "harness" if any(m in message for m in _HARNESS_MESSAGES) else "server"
 
 
-def arm_outcomes(events: Iterable[Event]) -> dict[str, Mapping[str, Any]]:
+def arm_outcomes(events: Iterable[ArmEvent]) -> dict[str, ArmEvent]:
     """The last terminal event of every arm that has one."""
-    out: dict[str, Mapping[str, Any]] = {}
-    for e in map(_fields, events):
-        if e.get("event") in TERMINAL and isinstance(e.get("arm"), str):
-            out[str(e["arm"])] = e
-    return out
+    return {e.arm: e for e in events if e.event in TERMINAL}
 
 
-def finished_arms(events: Iterable[Event]) -> set[str]:
+def finished_arms(events: Iterable[ArmEvent]) -> set[str]:
     """Arms ``--resume`` leaves as they are: completed, or failed because of the server."""
     return {arm for arm, e in arm_outcomes(events).items()
-            if e.get("event") == "completed" or (e.get("event") == "failed" and failure_cause(e) == "server")}
+            if e.event == "completed" or (e.event == "failed" and failure_cause(e) == "server")}
 
 
-def next_attempt(events: Iterable[Event], arm: str, step: int, *, earlier_records: bool) -> int:
+def next_attempt(events: Iterable[ArmEvent], arm: str, step: int, *, earlier_records: bool) -> int:
     """The number of the next try of ``arm``'s ``step``: one more than the journaled attempts; 2 where records of
     the step exist from before attempts were journaled (``earlier_records``)."""
-    prior = max((event_attempt(e) for e in map(_fields, events) if e.get("event") == ATTEMPT_EVENT
-                 and e.get("arm") == arm and e.get("step") == step), default=0)
+    prior = max((event_attempt(e) for e in events if e.event == ATTEMPT_EVENT and e.arm == arm and e.step == step),
+                default=0)
     if prior == 0 and earlier_records:
         prior = 1
     return prior + 1

@@ -39,7 +39,9 @@ from harness.run.orchestrator import run_rollout
 from harness.run.signals import ForcedStop, cancel_on_signals
 from harness.rundir import journal
 from harness.rundir.attempts import counted_mask, superseded_mask
-from harness.rundir.entries import StepEntry
+from harness.rundir.entries import ArmEvent, StepEntry
+from harness.rundir.journal import read_arm_events
+from harness.rundir.layout import RunDir
 from harness.rundir.parts import read_parts
 from harness.rundir.records import SCHEMA
 from harness.rundir.resume import failure_cause, finished_arms, next_attempt
@@ -108,7 +110,7 @@ def test_results_disk_full_during_an_arm_then_resume_redoes_and_judges_it(scenar
     failed = _events(run_dir, "cpu-16g")[-1]
     assert failed["event"] == "failed" and failed["cause"] == "harness", failed
     assert _events(run_dir, "baseline")[-1]["event"] == "completed"
-    assert finished_arms(journal.read(run_dir / "arms.jsonl")) == {"baseline"}, "--resume must redo cpu-16g"
+    assert finished_arms(read_arm_events(RunDir(run_dir))) == {"baseline"}, "--resume must redo cpu-16g"
 
     before = rebuild_summary(run_dir)  # `harness report` before the resume: no tier is blamed
     assert before.verdict == "failed" and before.exit_code == 4, before.verdict_reason
@@ -211,7 +213,7 @@ def test_two_sigints_force_the_stop_with_a_message_and_a_journal_entry(scenario:
     assert not [p for p in pids if _alive(p)], "a server or load process outlived the forced stop"
     last = _events(run_dir, "baseline")[-1]
     assert last["event"] == "interrupted" and last.get("forced") is True, last
-    assert "baseline" not in finished_arms(journal.read(run_dir / "arms.jsonl"))
+    assert "baseline" not in finished_arms(read_arm_events(RunDir(run_dir)))
 
 
 def test_a_third_signal_does_not_cut_the_forced_stop_short() -> None:
@@ -242,16 +244,17 @@ def test_old_run_files_read_as_attempt_one_and_cause_server(tmp_path: Path) -> N
     redone = StepEntry.model_validate(dict(old_line, attempt=2))
     assert counted_mask(df, [redone]).tolist() == [False, True, True]
     assert superseded_mask(df, [redone]).tolist() == [True, False, False]
-    events = [{"arm": "x", "event": "failed", "failure": {"message": "server exited with code 1 during step 0"}},
-              {"arm": "y", "event": "failed", "failure": {"message": "step 0 (c4): load runner failed: OSError: "
-                                                                      "[Errno 28] No space left on device"}},
-              {"arm": "z", "event": "failed", "cause": "harness", "failure": "not a mapping"},
-              {"arm": "w", "event": "completed"}]
+    lines = [{"arm": "x", "event": "failed", "failure": {"message": "server exited with code 1 during step 0"}},
+             {"arm": "y", "event": "failed", "failure": {"message": "step 0 (c4): load runner failed: OSError: "
+                                                                     "[Errno 28] No space left on device"}},
+             {"arm": "z", "event": "failed", "cause": "harness"},
+             {"arm": "w", "event": "completed"}]
+    events = [ArmEvent.model_validate(line) for line in lines]  # as the journal reader gives them
     assert [failure_cause(e) for e in events[:3]] == ["server", "harness", "harness"]
     assert finished_arms(events) == {"x", "w"}
     assert next_attempt([], "a", 0, earlier_records=False) == 1
     assert next_attempt([], "a", 0, earlier_records=True) == 2, "records from before attempts were journaled"
-    assert next_attempt([{"arm": "a", "event": "attempt", "step": 0, "attempt": 2}], "a", 0,
+    assert next_attempt([ArmEvent(arm="a", event="attempt", step=0, attempt=2)], "a", 0,
                         earlier_records=True) == 3
 
 

@@ -79,7 +79,7 @@ def test_an_arm_event_is_written_and_judged_as_its_line(tmp_path: Path) -> None:
     (back,) = read_arm_events(run)
     assert back.failure is not None and back.failure.message == "disk full" and back.extra("identity") == {"pid": "1"}
     line = json.loads(run.arms.read_text(encoding="utf-8"))
-    assert failure_cause(back) == failure_cause(line) == "harness"
+    assert failure_cause(back) == failure_cause(ArmEvent.model_validate(line)) == "harness"
 
 
 def test_a_drill_event_keeps_its_actions_details(tmp_path: Path) -> None:
