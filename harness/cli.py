@@ -120,6 +120,9 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
         json_out: Annotated[bool, typer.Option("--json", help="print the summary as JSON at the end")] = False,
         no_validate: Annotated[bool, typer.Option("--no-validate", help="skip the engine's own check of every arm "
                                                   "before the first server starts")] = False,
+        require_validation: Annotated[bool, typer.Option(
+            "--require-validation", help="exit 2 before any server starts when an arm could not be checked by the "
+            "engine's own code (default in `make benchmark` and the GPU workflow)")] = False,
         validate_python: ValidatePythonOpt = None, validate_model: ValidateModelOpt = None,
         set_: SetOpt = None) -> None:
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
@@ -133,7 +136,7 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     checking = None if no_validate else ValidateOptions.from_env(
         validate_python, str(validate_model) if validate_model else None, pull=True)
     opts = RunOptions(out_dir=out, only=only, resume=resume, allow_unpinned=allow_unpinned,
-                      overrides=tuple(set_ or []), validate=checking)
+                      overrides=tuple(set_ or []), validate=checking, require_validation=require_validation)
     result = run_rollout(scenario, opts, say=live.say)
     if result.exit_code == EXIT_BAD_INPUT:
         raise fail_bad_input(result.message)

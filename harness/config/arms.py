@@ -4,9 +4,10 @@ Offload settings are a tagged union on ``kind``:
 
 * ``none`` — GPU KV cache only (the baseline).
 * ``vllm-native`` — vLLM's ``--kv-offloading-size`` (GiB, TOTAL across tensor-parallel ranks) and
-  ``--kv-offloading-backend``.
+  ``--kv-offloading-backend native`` (``lmcache`` is refused: see :data:`LMCACHE_REFUSED`).
 * ``vllm-connector`` — an explicit ``OffloadingConnector`` config passed as ``--kv-transfer-config``
-  (``CPUOffloadingSpec`` or ``TieringOffloadingSpec`` with ``fs`` secondary tiers).
+  (``CPUOffloadingSpec`` or ``TieringOffloadingSpec`` with ``fs`` secondary tiers). A tier's ``extra`` keys are passed
+  through verbatim but may not set the keys the harness writes itself (:data:`FS_TIER_MANAGED_KEYS`).
 * ``trtllm`` — TensorRT-LLM's ``kv_cache_config`` (``host_cache_size`` in bytes; 0 means no host offload).
 """
 
@@ -16,6 +17,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from harness.config.base import StrictModel
 from harness.config.external import ExternalServer
@@ -36,13 +38,46 @@ class NoOffload(StrictModel):
     kind: Literal["none"] = "none"
 
 
+# vLLM 0.32.0, vllm/config/vllm.py VllmConfig._post_init_kv_transfer_config: kv_offloading_backend "lmcache" sets
+# kv_connector = "LMCacheMPConnector" and does NOT pass kv_offloading_size on ("the actual KV storage capacity is
+# managed by the standalone LMCache server process"); LMCacheMPConnector falls back to tcp://localhost:5555.
+LMCACHE_REFUSED = (
+    "kv_offloading_backend lmcache is not supported: vLLM 0.32 maps it to LMCacheMPConnector (vllm/config/vllm.py, "
+    "_post_init_kv_transfer_config), which needs a separately run LMCache server (tcp://localhost:5555 by default) "
+    "and ignores kv_offloading_size; the harness starts no such server, and it would size /dev/shm and host-memory "
+    "headroom for a CPU tier vLLM never allocates. Use kv_offloading_backend: native, or run your own vLLM + LMCache "
+    "server and add it as an external arm (engine.launcher: external, with the arm's server.base_url)")
+
+
 class VllmNativeOffload(StrictModel):
     """vLLM's native offload flags."""
 
     kind: Literal["vllm-native"]
     kv_offloading_size_gib: float = Field(gt=0, le=MAX_TIER_GIB, description="CPU tier size in GiB, total "
                                           "across tensor-parallel ranks")
-    kv_offloading_backend: Literal["native", "lmcache"] = "native"
+    kv_offloading_backend: Literal["native"] = Field(default="native", description="native (vLLM's own CPU tier); "
+                                                     "lmcache is refused")
+
+    @field_validator("kv_offloading_backend", mode="before")
+    @classmethod
+    def _no_lmcache(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "lmcache":
+            raise ValueError(LMCACHE_REFUSED)
+        return value
+
+
+# Keys of a secondary tier the harness writes itself (vllm.connector_config spreads ``extra`` after them, so extra
+# would win): key -> (the FsTier field that sets it, or "" for none; why it is refused).
+FS_TIER_MANAGED_KEYS: dict[str, tuple[str, str]] = {
+    "type": ("type", "is the tier type the harness writes from the tier's type field"),
+    "root_dir": ("root_dir", "is the directory the harness writes from the tier's root_dir field (and mounts, "
+                 "checks for free space and cleans)"),
+    "n_read_threads": ("n_read_threads", "is written by the harness from the tier's n_read_threads field"),
+    "n_write_threads": ("n_write_threads", "is written by the harness from the tier's n_write_threads field"),
+    "size_gib": ("size_gib", "is the harness's own field (vLLM's fs tier takes no size; the disk checks read it)"),
+    "module_path": ("", "would make vLLM's SecondaryTierFactory load another tier class, whose storage the "
+                    "harness's fs-tier checks know nothing of"),
+}
 
 
 class FsTier(StrictModel):
@@ -56,6 +91,20 @@ class FsTier(StrictModel):
                                    "tier; vLLM 0.32's fs tier has no cap of its own (the simulator enforces it)")
     extra: dict[str, Any] = Field(default_factory=dict, description="further per-tier keys passed to vLLM "
                                   "verbatim (e.g. locality, enable_kv_events); vLLM rejects keys its tier lacks")
+
+    @field_validator("extra")
+    @classmethod
+    def _no_managed_keys(cls, value: dict[str, Any]) -> dict[str, Any]:
+        keys = [k for k in value if k in FS_TIER_MANAGED_KEYS]
+        if keys:
+            fields = [FS_TIER_MANAGED_KEYS[k][0] for k in keys]
+            whys = [FS_TIER_MANAGED_KEYS[k][1] for k in keys]
+            plain = "; ".join(f"{k!r} {w}; " + (f"set the tier's {f} instead" if f else "remove it")
+                              for k, f, w in zip(keys, fields, whys, strict=True))
+            # harness.config.errors.explain turns this into the same text with the full field paths
+            raise PydanticCustomError("managed_key", "{plain}", {"plain": plain, "keys": keys, "fields": fields,
+                                                                 "whys": whys})
+        return value
 
 
 class VllmConnectorOffload(StrictModel):

@@ -163,6 +163,12 @@ def explain(err: Mapping[str, Any], root: Any) -> tuple[str, str]:
             hint = f"did you mean {close[0]!r}? " if close else ""
             return where.path, f"unknown key {key!r}; {hint}valid keys here: {_keys(parent)}"
         return where.path, f"unknown key {key!r}"
+    if kind == "managed_key" and {"keys", "fields", "whys"} <= set(ctx):
+        # a passthrough mapping (e.g. FsTier.extra) naming keys the harness writes from sibling fields
+        parent = where.path.rsplit(".", 1)[0] if "." in where.path else where.path
+        parts = [f"{key!r} {why}; " + (f"set {parent}.{field} instead" if field else "remove it")
+                 for key, field, why in zip(ctx["keys"], ctx["fields"], ctx["whys"], strict=True)]
+        return where.path, "; ".join(parts)
     if kind == "missing":
         desc = where.field.description if where.field is not None else None
         return where.path, "required field is missing" + (f" ({desc})" if desc else "")

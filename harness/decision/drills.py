@@ -45,7 +45,7 @@ class _Scrapes:
         metrics = run.metrics_dir(arm)
         self.series = load_scrapes(metrics) if metrics.exists() else None
         self.catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image,
-                                          sim_flavor=scenario.engine.sim_flavor)
+                                          sim_flavor=scenario.engine.sim_flavor, version=scenario.engine.version)
 
     def hits(self, start_ns: int, end_ns: int) -> HitTokens:
         from harness.scrape.samples import step_server_stats  # pandas

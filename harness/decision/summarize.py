@@ -41,6 +41,7 @@ from harness.rundir.layout import (
 )
 from harness.rundir.read import check_requests, read_checks, read_manifest
 from harness.rundir.resume import failure_cause
+from harness.rundir.validation import read_validation
 from harness.schema.summary import ArmFailure, ArmSummary, LaunchRecord, LoadTime, RuleResult, StepSummary, Summary
 from harness.schema.windows import WindowPoint
 from harness.scrape.catalog import catalog_for_engine
@@ -94,7 +95,8 @@ def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, 
     metrics_dir = run.metrics_dir(arm_name)
     if not metrics_dir.exists():
         return []
-    catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image, sim_flavor=scenario.engine.sim_flavor)
+    catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image, sim_flavor=scenario.engine.sim_flavor,
+                                 version=scenario.engine.version)
     series = load_scrapes(metrics_dir)
     missing: list[str] = []
     for step in steps:
@@ -202,7 +204,8 @@ def rebuild_summary(run_dir: Path) -> Summary:
         verdict=outcome.verdict, recommended_arm=outcome.recommended_arm, exit_code=outcome.exit_code,
         verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,
-        slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks, drills=drills,
+        slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks,
+        validation=read_validation(run.validation), drills=drills,
         noise_floor=floor, capacity=capacity, load_time=_load_time([a.steps for a in arms] + extra_steps),
         statistics=statistics_note(scenario, looks),
         warnings=warnings, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),

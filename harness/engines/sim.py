@@ -17,6 +17,7 @@ from typing import ClassVar
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
 from harness.engines.shm import shm_need
+from harness.engines.sizes import float_flag
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
 from harness.engines.vllm import offload_args as vllm_offload_args
 from harness.engines.volumes import disk_tier_volumes
@@ -46,8 +47,8 @@ class SimAdapter:
         bind = "0.0.0.0" if docker else engine.host
         volumes, disk_map = disk_tier_volumes(arm, docker=docker)
         args = ["--host", bind, "--port", str(port), "--flavor", engine.sim_flavor,
-                "--model", engine.model, "--time-scale", f"{engine.sim_time_scale:g}",
-                "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+                "--model", engine.model, "--time-scale", float_flag(engine.sim_time_scale),
+                "--gpu-memory-utilization", float_flag(engine.gpu_memory_utilization)]
         args += ["--profile-file", engine.sim_profile_file] if engine.sim_profile_file else \
             ["--profile", engine.sim_profile]
         if engine.served_model_name:
@@ -69,15 +70,17 @@ class SimAdapter:
                     args += ["--disk-tier-max-bytes", str(int(tier.size_gib * (1 << 30)))]
         noise = engine.sim_noise
         if noise is not None:
-            args += ["--noise-seed", str(launch_seed(noise.seed, arm.name)), "--step-jitter", f"{noise.step_jitter:g}",
-                     "--run-drift", f"{noise.run_drift:g}", "--drift-per-hour", f"{noise.drift_per_hour:g}"]
+            args += ["--noise-seed", str(launch_seed(noise.seed, arm.name)),
+                     "--step-jitter", float_flag(noise.step_jitter), "--run-drift", float_flag(noise.run_drift),
+                     "--drift-per-hour", float_flag(noise.drift_per_hour)]
         shm = shm_need(engine, arm)
         if docker and shm.size_bytes is not None and shm.tier_bytes:
             args += ["--shm-bytes", str(shm.size_bytes)]  # the container's /dev/shm, checked as vLLM does
         args += [*engine.sim_args, *engine.extra_args]
         entry = ["python3", "-m", "harness.sim"] if docker else [sys.executable, "-m", "harness.sim"]
-        metrics = ([MetricsEndpoint(path="/metrics", format="trtllm-json"),
-                    MetricsEndpoint(path="/prometheus/metrics", format="prometheus")]
+        # the trtllm flavour emulates a release whose Prometheus collector drains the JSON stats queue (1.3 entry of
+        # harness/engines/trtllm-versions.yaml): only /prometheus/metrics is scraped, as for that release
+        metrics = ([MetricsEndpoint(path="/prometheus/metrics", format="prometheus")]
                    if engine.sim_flavor == "trtllm" else [MetricsEndpoint(path="/metrics", format="prometheus")])
         return LaunchSpec(
             engine="sim", arm=arm.name, image=engine.image, image_digest=engine.image_digest,

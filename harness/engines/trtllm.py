@@ -1,11 +1,18 @@
 """TensorRT-LLM adapter: arms -> ``trtllm-serve MODEL --extra_llm_api_options extra-llm-api.yaml`` (rendered YAML).
 
 Version-aware: the release's entry in ``trtllm-versions.yaml`` (:mod:`harness.engines.trtllm_versions`, chosen by the
-pinned image tag or ``engine.version``) says which flags, ``LlmArgs`` / ``kv_cache_config`` keys and endpoints exist.
-The YAML holds only keys the scenario set or the release needs: ``enable_block_reuse`` (the harness's prefix-cache
-setting) and ``host_cache_size`` (the arm's tier) always, ``enable_iter_perf_stats`` (JSON stats at ``/metrics``),
-``return_perf_metrics`` only where it exists (1.1+), ``tokens_per_block`` only where the release knows it. A key the
-scenario sets that its release lacks is refused (``LlmArgs`` / ``KvCacheConfig`` forbid unknown fields).
+pinned image tag or ``engine.version``; a release older than the table is refused) says which flags, ``LlmArgs`` /
+``kv_cache_config`` keys and endpoints exist. The YAML holds only keys the scenario set or the release needs:
+``enable_block_reuse`` (the harness's prefix-cache setting) and ``host_cache_size`` (the arm's tier) always,
+``enable_iter_perf_stats`` (iteration stats), ``return_perf_metrics`` only where it exists (1.1+),
+``tokens_per_block`` only where the release knows it. A key the scenario sets that its release lacks is refused
+(``LlmArgs`` / ``KvCacheConfig`` forbid unknown fields). Floats are written with ``repr`` (PyYAML's float
+representer), which round-trips exactly: ``free_gpu_memory_fraction: 0.1234567`` stays 0.1234567. The chosen
+entry's facts travel to the in-image check with each arm's request (``trtllm_versions.release_facts``).
+
+Metrics endpoints follow the entry's ``stats_source``: JSON ``/metrics`` and/or ``/prometheus/metrics``. Where the
+release's Prometheus collector drains the iteration-stats queue (``collector_drains_json``), JSON ``/metrics`` is not
+scraped at all, so neither reader starves the other.
 
 Containers get the settings NVIDIA documents for the image: ``--ipc host --ulimit memlock=-1 --ulimit
 stack=67108864``. ``host_cache_size`` is bytes PER RANK (the host check counts it x TP).
@@ -21,7 +28,7 @@ import yaml
 from harness.config.arms import Arm, NoOffload, TrtllmKvCache
 from harness.config.engine import EngineSpec
 from harness.engines.spec import ConfigFile, LaunchSpec, MetricsEndpoint, Volume
-from harness.engines.trtllm_versions import Release, release_for
+from harness.engines.trtllm_versions import Release, ReleaseChoice, choose_release
 
 CONTAINER_PORT = 8000
 CONFIG_PATH = "/harness/extra-llm-api.yaml"
@@ -49,17 +56,29 @@ def kv_cache_config(offload: TrtllmKvCache | NoOffload, release: Release | None 
     return {k: values[k] for k in chosen}
 
 
-def render_config(engine: EngineSpec, arm: Arm, release: Release | None = None) -> str:
+def render_config(engine: EngineSpec, arm: Arm, choice: ReleaseChoice | None = None) -> str:
     """The extra LLM API options YAML for one arm (keys of the engine's release only)."""
     off = arm.offload
     if not isinstance(off, TrtllmKvCache | NoOffload):
         raise ValueError(f"arm {arm.name!r}: offload kind {off.kind!r} is not a TensorRT-LLM setting (use trtllm)")
-    rel = release or release_for(engine)[0]
+    picked = choice or choose_release(engine)
+    rel = picked.release
     doc: dict[str, Any] = {"kv_cache_config": kv_cache_config(off, rel)}
     doc.update({k: v for k, v in rel.needs.items() if k in rel.llm_args})
     header = (f"# rendered by harness for arm {arm.name} (TensorRT-LLM {rel.version} keys); do not edit "
               "(re-run `harness plan`)\n")
     return header + yaml.safe_dump(doc, sort_keys=False)
+
+
+def metrics_endpoints(release: Release) -> list[MetricsEndpoint]:
+    """What the harness scrapes for a release: its ``stats_source`` (never JSON where a collector drains it)."""
+    eps = release.endpoints
+    out: list[MetricsEndpoint] = []
+    if release.polls_json and eps.metrics_json:
+        out.append(MetricsEndpoint(path=eps.metrics_json, format="trtllm-json"))
+    if release.polls_prometheus and eps.prometheus:
+        out.append(MetricsEndpoint(path=eps.prometheus, format="prometheus"))
+    return out
 
 
 def advertised_model_name(model: str) -> str:
@@ -101,21 +120,19 @@ class TrtllmAdapter:
 
     def launch_spec(self, engine: EngineSpec, arm: Arm, *, host_port: int | None = None) -> LaunchSpec:
         docker = engine.effective_launcher == "docker"
-        release, _ = release_for(engine)
+        choice = choose_release(engine)
+        release = choice.release
         port = CONTAINER_PORT if docker else (host_port or engine.port)
         bind = "0.0.0.0" if docker else engine.host
         config = ConfigFile(name=f"extra-llm-api-{arm.name}.yaml", container_path=CONFIG_PATH,
-                            content=render_config(engine, arm, release))
+                            content=render_config(engine, arm, choice))
         args = serve_args(engine, release, port, bind)
         volumes = []
         if docker and engine.model_cache_dir:
             volumes.append(Volume(host_path=engine.model_cache_dir, container_path=CONTAINER_MODEL_CACHE,
                                   purpose="model-cache"))
         ipc_host = engine.ipc != "private"
-        metrics = [MetricsEndpoint(path=release.endpoints.metrics_json, format="trtllm-json")] \
-            if release.endpoints.metrics_json else []
-        if release.endpoints.prometheus:
-            metrics.append(MetricsEndpoint(path=release.endpoints.prometheus, format="prometheus"))
+        metrics = metrics_endpoints(release)
         return LaunchSpec(
             engine="trtllm", arm=arm.name, image=engine.image, image_digest=engine.image_digest,
             entrypoint=["trtllm-serve"], args=args, env=dict(engine.env), container_port=port, host=engine.host,

@@ -1,23 +1,46 @@
-"""The TensorRT-LLM version table (``trtllm-versions.yaml``): which flags, YAML keys and endpoints a release has.
+"""The TensorRT-LLM version table (``trtllm-versions.yaml``): which flags, YAML keys, endpoints and stats source a
+release has.
 
-The entry for an engine is the newest whose ``version`` is at or below the release named by the image tag
-(``nvcr.io/nvidia/tensorrt-llm/release:1.0.0`` -> 1.0.0) or ``engine.version``; with neither, the oldest entry (the
-most conservative: it renders the fewest keys) and :func:`release_for` says so.
+The release is named by ``engine.version`` or the image tag (``nvcr.io/nvidia/tensorrt-llm/release:1.0.0`` -> 1.0.0).
+:func:`choose_release` decides which entry applies and how loudly to say so:
+
+* listed exactly: that entry (``ok``);
+* a pre-release of a listed version (``1.3.0rc2``): its base entry, with a warning that an rc may differ;
+* between two entries, or newer than the newest: the newest entry at or below it, with a warning naming the entry
+  used and saying its facts are unconfirmed for that version;
+* older than the oldest entry: refused (:class:`UnknownRelease`, a ``ValueError``): nothing is known of it;
+* no release named at all: the oldest entry (the most conservative: it renders the fewest keys), with a warning.
+
+Each entry also says where the harness reads server statistics (``stats_source``) and whether that release's
+trtllm-serve runs a background iteration-stats collector that drains the queue JSON ``/metrics`` reads
+(``collector_drains_json``): where it does, polling JSON ``/metrics`` as well would starve one of the two readers.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.config.engine import EngineSpec
 
 TABLE_FILE = "trtllm-versions.yaml"
-_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+TABLE_PATH = "harness/engines/trtllm-versions.yaml"
+# A release number, then what follows it: ``rc2`` / ``a1`` / ``b1`` / ``.dev3`` mark a pre-release.
+_VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?([0-9A-Za-z.+_-]*)")
+_PRERELEASE_RE = re.compile(r"^[.-]?(rc|a|alpha|b|beta|dev|pre)\.?\d*", re.IGNORECASE)
+# The comment lines of a rendered extra-options YAML that carry the chosen entry's facts to the in-image check.
+StatsSource = Literal["json", "json+prometheus", "prometheus"]
+Match = Literal["exact", "prerelease", "between", "newer", "unnamed"]
+
+
+class UnknownRelease(ValueError):
+    """A release older than every table entry: its flags, keys and endpoints are not known."""
 
 
 class Endpoints(BaseModel):
@@ -42,19 +65,72 @@ class Release(BaseModel):
     kv_cache_config: list[str]
     needs: dict[str, bool] = Field(default_factory=dict)
     endpoints: Endpoints
+    stats_source: StatsSource = Field(description="which endpoints the harness scrapes for server statistics")
+    collector_drains_json: bool = Field(description="trtllm-serve runs a background iteration-stats collector (for "
+                                        "Prometheus) that drains the queue JSON /metrics reads")
+    stats_note: str = Field(min_length=1, description="why this stats source, with its evidence")
     unconfirmed: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _stats_consistent(self) -> Release:
+        if self.polls_json and self.collector_drains_json:
+            raise ValueError(f"release {self.version}: stats_source {self.stats_source} polls JSON /metrics, but its "
+                             "collector drains that queue (collector_drains_json): one reader would starve")
+        if self.polls_json and not self.endpoints.metrics_json:
+            raise ValueError(f"release {self.version}: stats_source {self.stats_source} needs endpoints.metrics_json")
+        if self.polls_prometheus and not self.endpoints.prometheus:
+            raise ValueError(f"release {self.version}: stats_source {self.stats_source} needs endpoints.prometheus")
+        return self
+
+    @property
+    def polls_json(self) -> bool:
+        """The harness scrapes JSON ``/metrics`` for this release."""
+        return "json" in self.stats_source
+
+    @property
+    def polls_prometheus(self) -> bool:
+        """The harness scrapes ``/prometheus/metrics`` for this release."""
+        return "prometheus" in self.stats_source
 
     def key(self) -> tuple[int, ...]:
         """The version as a comparable tuple."""
         return version_key(self.version) or (0,)
 
 
-def version_key(text: str | None) -> tuple[int, ...] | None:
-    """``1.1.0rc5`` -> (1, 1, 0); None when the text names no release."""
+@dataclass(frozen=True)
+class ReleaseChoice:
+    """The entry used for an engine, and what to tell the user about that choice."""
+
+    release: Release
+    requested: str | None  # the release as named (``1.3.0rc2``), None when nothing names one
+    named_by: str | None  # "engine.version" or "image tag"
+    match: Match
+    upper: str | None  # the next entry's version (this entry covers releases below it); None for the newest
+    message: str
+
+    @property
+    def level(self) -> Literal["ok", "warn"]:
+        """``ok`` for a release listed exactly, ``warn`` otherwise."""
+        return "ok" if self.match == "exact" else "warn"
+
+
+def parse_release(text: str | None) -> tuple[tuple[int, ...], str] | None:
+    """``1.1.0rc5`` -> ((1, 1, 0), "rc5"); None when the text names no release."""
     match = _VERSION_RE.search(text or "")
     if not match:
         return None
-    return tuple(int(g) for g in match.groups(default="0"))
+    return tuple(int(g) for g in match.groups(default="0")[:3]), match.group(4) or ""
+
+
+def version_key(text: str | None) -> tuple[int, ...] | None:
+    """``1.1.0rc5`` -> (1, 1, 0); None when the text names no release."""
+    parsed = parse_release(text)
+    return parsed[0] if parsed else None
+
+
+def is_prerelease(suffix: str) -> bool:
+    """Whether what follows the release number marks a pre-release (``rc2``, ``a1``, ``.dev0``)."""
+    return bool(_PRERELEASE_RE.match(suffix))
 
 
 @cache
@@ -65,26 +141,100 @@ def releases() -> tuple[Release, ...]:
     return tuple(sorted((Release.model_validate(r) for r in raw["releases"]), key=Release.key))
 
 
-def engine_release_text(engine: EngineSpec) -> str | None:
-    """The release the scenario names: ``engine.version``, else the image tag."""
+def engine_release_text(engine: EngineSpec) -> tuple[str | None, str | None]:
+    """(the release the scenario names, what names it): ``engine.version``, else the image tag."""
     if engine.version:
-        return engine.version
-    if engine.image and ":" in engine.image.rsplit("/", 1)[-1]:
-        return engine.image.rsplit(":", 1)[1]
-    return None
+        return engine.version, "engine.version"
+    if engine.image and "@" not in engine.image and ":" in engine.image.rsplit("/", 1)[-1]:
+        return engine.image.rsplit(":", 1)[1], "image tag"
+    return None, None
+
+
+def _shown(text: str, named_by: str | None) -> str:
+    return f"TensorRT-LLM {text} ({named_by})" if named_by else f"TensorRT-LLM {text}"
+
+
+def choose_release(engine: EngineSpec) -> ReleaseChoice:
+    """The table entry for an engine and the sentence saying how it was chosen.
+
+    Raises :class:`UnknownRelease` (a ValueError) for a release older than the oldest entry.
+    """
+    table = releases()
+    text, named_by = engine_release_text(engine)
+    parsed = parse_release(text)
+    unconfirmed_for = "its flags, LlmArgs keys, endpoints and stats source are UNCONFIRMED for"
+    if parsed is None or text is None:
+        what = f" ({named_by} {text!r} names no release number)" if text else " (no image tag, no engine.version)"
+        oldest = table[0]
+        return ReleaseChoice(oldest, text, named_by, "unnamed", _upper(oldest),
+                             f"no TensorRT-LLM release named{what}: using the oldest table entry, {oldest.version} "
+                             f"(the fewest keys); {unconfirmed_for} whatever release actually runs; pin the image "
+                             f"tag or set engine.version")
+    want, suffix = parsed
+    fitting = [r for r in table if r.key() <= want]
+    if not fitting:
+        raise UnknownRelease(f"{_shown(text, named_by)} predates the TensorRT-LLM version table (oldest entry "
+                             f"{table[0].version}): its flags, LlmArgs keys and endpoints are not known, so the "
+                             f"harness refuses it; pin {table[0].version} or later, or add an entry for it to "
+                             f"{TABLE_PATH}")
+    chosen = fitting[-1]
+    upper = _upper(chosen)
+    base = ".".join(str(p) for p in want)
+    notes: list[str] = []
+    match: Match = "exact"
+    if chosen.key() != want:
+        if upper is None:
+            match = "newer"
+            notes.append(f"{base} is newer than every table entry: using the newest, {chosen.version}; "
+                         f"{unconfirmed_for} {base}")
+        else:
+            match = "between"
+            notes.append(f"{base} is not in the table: using entry {chosen.version}, the newest entry at or below "
+                         f"{base}; {unconfirmed_for} {base}")
+    if suffix:
+        kind = "a pre-release (rc)" if is_prerelease(suffix) else f"not a plain release (suffix {suffix!r})"
+        if match == "exact":
+            match = "prerelease"
+            notes.append(f"{text} is {kind} of {base}: using its base entry, {chosen.version}; it may differ "
+                         f"from the final {base} release (flags, LlmArgs keys, metrics)")
+        else:
+            notes.append(f"{text} is {kind}, which may differ from {base} itself")
+    if match == "exact":
+        return ReleaseChoice(chosen, text, named_by, match, upper,
+                             f"{_shown(text, named_by)}: table entry {chosen.version} ({TABLE_PATH}); "
+                             f"stats from {stats_text(chosen)}")
+    return ReleaseChoice(chosen, text, named_by, match, upper,
+                         f"{_shown(text, named_by)}: " + "; ".join(notes) + f"; stats from {stats_text(chosen)}; "
+                         f"check it with `harness plan --validate` in the image, then add an entry to {TABLE_PATH}")
 
 
 def release_for(engine: EngineSpec) -> tuple[Release, str]:
-    """The table entry for an engine and a sentence on how it was chosen."""
-    table = releases()
-    text = engine_release_text(engine)
-    want = version_key(text)
-    if want is None:
-        return table[0], (f"no TensorRT-LLM release named (image tag or engine.version): using the oldest table "
-                          f"entry, {table[0].version}")
-    fitting = [r for r in table if r.key() <= want]
-    if not fitting:
-        return table[0], f"release {text} predates the table: using its oldest entry, {table[0].version}"
-    chosen = fitting[-1]
-    exact = "" if chosen.key() == want else f" (newest entry at or below {text})"
-    return chosen, f"TensorRT-LLM {text}: table entry {chosen.version}{exact}"
+    """The table entry for an engine and a sentence on how it was chosen (raises :class:`UnknownRelease`)."""
+    choice = choose_release(engine)
+    return choice.release, choice.message
+
+
+def _upper(release: Release) -> str | None:
+    later = [r for r in releases() if r.key() > release.key()]
+    return later[0].version if later else None
+
+
+def stats_text(release: Release) -> str:
+    """Where the harness reads server statistics for a release, in words."""
+    eps = release.endpoints
+    if release.stats_source == "json":
+        return f"JSON {eps.metrics_json}"
+    if release.stats_source == "prometheus":
+        return (f"{eps.prometheus} only (JSON {eps.metrics_json or '/metrics'} not polled: this release's stats "
+                "collector drains its queue)")
+    return f"JSON {eps.metrics_json} and {eps.prometheus}"
+
+
+def release_facts(choice: ReleaseChoice) -> dict[str, object]:
+    """What the chosen entry assumes, sent with each arm to the in-image check (which compares it with the image)."""
+    rel = choice.release
+    return {"entry": rel.version, "covers_below": choice.upper, "requested": choice.requested,
+            "return_perf_metrics": "return_perf_metrics" in rel.llm_args,
+            "tokens_per_block": "tokens_per_block" in rel.kv_cache_config,
+            "prometheus_route": rel.endpoints.prometheus, "stats_source": rel.stats_source,
+            "collector_drains_json": rel.collector_drains_json}

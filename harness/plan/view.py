@@ -14,6 +14,7 @@ from rich.table import Table
 from harness.core.term import safe_text
 from harness.plan.build import Plan
 from harness.plan.power.view import print_power
+from harness.schema.validation import resolved_line
 
 _LEVEL_STYLE = {"ok": "green", "warn": "yellow", "error": "bold red"}
 
@@ -29,6 +30,13 @@ def print_plan(plan: Plan, console: Console) -> None:
     source = f" ({escape(plan.source_file)})" if plan.source_file else ""
     console.print(f"[bold]Scenario[/] {escape(plan.scenario)}{source} — engine {escape(plan.engine)}, model "
                   f"{escape(plan.model)}{sim}")
+    if plan.validation is None and not plan.simulated:
+        console.print("[bold yellow]NOT VALIDATED by the engine's own code: `harness plan --validate` runs each arm "
+                      "through it (`harness run` does so before any server starts)[/]", soft_wrap=True,
+                      highlight=False)
+    for item in plan.checks:
+        if item.name == "validation-incomplete":
+            console.print(f"[bold yellow]{escape(item.message)}[/]", soft_wrap=True, highlight=False)
     table = Table(title="Arms (run in order, each on a fresh server)")
     for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
         table.add_column(col)
@@ -42,6 +50,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print("[bold]Capacity search:[/] " + escape(line), soft_wrap=True, highlight=False)
     if plan.load and plan.load != "1 local process":  # the default layout is not worth a line
         console.print("[bold]Load per step:[/] " + escape(plan.load))
+    resolved_by_arm = {r.arm: resolved_line(r) for r in plan.validation or []}
     for arm in plan.arms:
         console.print(f"\n[bold]{escape(arm.name)}[/] command:")
         if arm.error:
@@ -61,6 +70,9 @@ def print_plan(plan: Plan, console: Console) -> None:
         if arm.env_keys:
             console.print(f"  env (values not shown): {escape(', '.join(arm.env_keys))}", soft_wrap=True,
                           highlight=False)
+        resolved = resolved_by_arm.get(arm.name)
+        if resolved is not None:
+            console.print(f"  engine resolved: {escape(resolved)}", soft_wrap=True, highlight=False)
         for name, content in arm.config_files.items():
             console.print(f"  [bold]{escape(name)}[/]:")
             for line in content.splitlines():

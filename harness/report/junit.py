@@ -28,6 +28,7 @@ import xml.etree.ElementTree as ET
 
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
+from harness.report.validation import validation_banner, validation_rows
 from harness.schema.summary import ArmSummary, DrillResult, RuleResult, Summary
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -201,6 +202,18 @@ def _statistics_case(run: _Suite, summary: Summary) -> None:
     run.case("run.statistics", "statistics", out="\n".join(lines), props=props)
 
 
+def _validation_case(run: _Suite, summary: Summary) -> None:
+    """The engine's own validation: skipped (loud) when some arm was not validated, else what each arm resolved."""
+    if summary.simulated:
+        return
+    banner = validation_banner(summary)
+    if banner is not None:
+        run.case("run.validation", "engine validation", outcome="skipped", message=banner)
+        return
+    lines = [f"{arm} ({status}): {text} [{where}]" for arm, status, text, where in validation_rows(summary)]
+    run.case("run.validation", "engine validation", out="\n".join(lines))
+
+
 def render_junit(summary: Summary) -> str:
     """The JUnit XML document as text."""
     sim = "[SIMULATED] " if summary.simulated else ""
@@ -215,6 +228,7 @@ def render_junit(summary: Summary) -> str:
     else:
         run.case("run", "verdict", out=verdict_text)
     _slo_case(run, summary)
+    _validation_case(run, summary)
     _statistics_case(run, summary)
     for check in summary.checks:
         name = f"check {check.name}" + (f" ({check.arm})" if check.arm else "")

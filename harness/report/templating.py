@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.core.version import __version__
-from harness.report import fmt, fmt_ci
+from harness.report import fmt, fmt_ci, validation
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _NEWLINES = re.compile(r"[\r\n]+")
@@ -70,6 +70,7 @@ def _common(env: Environment) -> Environment:
         "pv": fmt_ci.pct_view, "iv": fmt_ci.interval_view, "point_view": fmt_ci.point_view,
         "ratio_view": fmt_ci.ratio_view, "evidence": fmt_ci.evidence_text, "threshold_text": fmt_ci.threshold_text,
         "stats_legend": fmt_ci.legend, "load_time_text": fmt_ci.load_time_text,
+        "validation_banner": validation.validation_banner, "validation_rows": validation.validation_rows,
     })
     return env
 

@@ -20,6 +20,7 @@ import math
 from harness.config.arms import GIB, Arm, NoOffload, VllmConnectorOffload, VllmNativeOffload
 from harness.config.engine import EngineSpec
 from harness.decision.live_config import Finding
+from harness.plan.checks.flags import vllm_name
 from harness.run.live_config import CACHE_INFO, LiveConfig
 
 TRTLLM_NOTE = ("TensorRT-LLM has no configuration endpoint (trtllm-serve serves /v1/models, /health, /metrics "
@@ -118,13 +119,18 @@ def _disk_tier(arm: Arm, live: LiveConfig) -> Finding:
 
 
 def _block_flag(engine: EngineSpec) -> str | None:
+    """The ``--block-size`` in extra_args as vLLM's parser reads it (``_`` for ``-``, an abbreviation; last wins)."""
     args = engine.extra_args
+    found = None
     for i, arg in enumerate(args):
-        if arg == "--block-size" and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--block-size="):
-            return arg.split("=", 1)[1]
-    return None
+        name = vllm_name(arg)
+        if not (name.startswith("--bl") and "--block-size".startswith(name)):
+            continue
+        if "=" in arg:
+            found = arg.split("=", 1)[1]
+        elif i + 1 < len(args):
+            found = args[i + 1]
+    return found
 
 
 def _vllm_cache(arm: Arm, engine: EngineSpec, live: LiveConfig, cc: dict[str, str]) -> list[Finding]:
@@ -137,9 +143,9 @@ def _vllm_cache(arm: Arm, engine: EngineSpec, live: LiveConfig, cc: dict[str, st
         same = util is not None and _close(float(util), engine.gpu_memory_utilization)
     except ValueError:
         same = False
-    out.append(Finding("GPU memory utilization", "match" if same else "mismatch", f"{engine.gpu_memory_utilization:g}",
+    out.append(Finding("GPU memory utilization", "match" if same else "mismatch", repr(engine.gpu_memory_utilization),
                        str(util), f"{CACHE_INFO} gpu_memory_utilization={util}") if util is not None else
-               _same("GPU memory utilization", f"{engine.gpu_memory_utilization:g}", None, CACHE_INFO))
+               _same("GPU memory utilization", repr(engine.gpu_memory_utilization), None, CACHE_INFO))
     block = _block_flag(engine)
     if block is not None:
         out.append(_same("block size", block, cc.get("block_size"), f"{CACHE_INFO} block_size"))

@@ -22,6 +22,7 @@ class RunOptions:
     host: HostFacts | None = None
     write_reports: bool = True
     validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
+    require_validation: bool = False  # an arm the engine's code could not check stops the run (exit 2)
 
 
 @dataclass

@@ -92,11 +92,11 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
     problem = _workload_problem(scenario, _scenario_dir(manifest))
     if problem is not None:
         return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
-    if opts.validate is not None:
-        items, problem = validation_gate(scenario, opts.validate, run.root, say)
-        checks += items
-        if problem is not None:
-            return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+    items, problem = validation_gate(scenario, opts.validate, run.validation, require=opts.require_validation,
+                                     say=say)
+    checks += items
+    if problem is not None:
+        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
     ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
                      secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
                      scenario_dir=_scenario_dir(manifest))

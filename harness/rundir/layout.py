@@ -6,6 +6,7 @@ manifest.json        versions, image digests, host, scenario hash, exact launch 
 scenario.yaml        the scenario as resolved
 progress.json        which arms/steps are complete (for --resume)
 checks.json          the pre-flight checks
+validation.json      the engine's own verdict per arm and what it resolved (harness.schema.validation)
 requests.parquet     one row per request, built from records/ parts
 records/<arm>/part-*.parquet   request records, flushed at least at every step end
 steps.jsonl          step boundaries: arm, step, label, start/end (monotonic and wall ns), warm-up flag, attempt
@@ -36,6 +37,7 @@ MANIFEST = "manifest.json"
 SCENARIO = "scenario.yaml"
 PROGRESS = "progress.json"
 CHECKS = "checks.json"
+VALIDATION = "validation.json"
 REQUESTS = "requests.parquet"
 STEPS = "steps.jsonl"
 ARMS = "arms.jsonl"
@@ -94,6 +96,10 @@ class RunDir:
     @property
     def checks(self) -> Path:
         return self.root / CHECKS
+
+    @property
+    def validation(self) -> Path:
+        return self.root / VALIDATION
 
     @property
     def requests(self) -> Path:

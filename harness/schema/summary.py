@@ -20,9 +20,10 @@ from harness.schema.capacity import CapacitySection
 from harness.schema.host_telemetry import HostStep
 from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.tier_health import TierHealth
+from harness.schema.validation import ValidationRecord
 from harness.schema.windows import WindowPoint
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
@@ -134,6 +135,7 @@ class StepSummary(_Model):
     ttft_by_hit_class: list[HitClassLatency] = Field(default_factory=list)
     server: ServerStep = Field(default_factory=ServerStep)
     client: ClientHealth = Field(default_factory=ClientHealth)
+    first_token_delay_ms: Percentiles | None = None  # client delay, first token's arrival to parse (None: not recorded)
     host: HostStep | None = None  # host telemetry while the step ran (None: not sampled)
     planned_duration_s: float | None = None  # the step's fixed horizon
     ended_early: bool = False  # a sequential step stopped once its decision was settled
@@ -294,6 +296,8 @@ class Summary(_Model):
     arms: list[ArmSummary]
     fit_screen: list[FitItem] = Field(default_factory=list)
     checks: list[CheckItem] = Field(default_factory=list)
+    validation: ValidationRecord | None = Field(default=None, description="the engine's own check of every arm "
+                                                "before launch and what it resolved (None: not recorded)")
     drills: list[DrillResult] = Field(default_factory=list)
     noise_floor: NoiseFloor | None = None
     capacity: CapacitySection | None = None  # steps.search: informs, never changes the verdict

@@ -20,6 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.engines.spec import MetricsFormat
+from harness.engines.trtllm_versions import releases as trtllm_releases
+from harness.engines.trtllm_versions import version_key
 
 Kind = Literal["counter", "gauge", "histogram"]
 Aggregate = Literal["sum", "max", "mean"]
@@ -142,10 +144,12 @@ class Catalog(_Model):
     confirmed: bool = False
     quantities: dict[str, list[Source]] = Field(default_factory=dict)
     not_exposed: dict[str, str] = Field(default_factory=dict, description="quantity -> why the engine lacks it")
+    when_absent: dict[str, str] = Field(default_factory=dict, description="quantity -> why it is not available "
+                                        "when none of its series is present (reported with the names looked for)")
     offload_only: list[str] = Field(default_factory=list, description="quantities that exist only with offload on")
     name: str = ""
 
-    @field_validator("quantities", "not_exposed")
+    @field_validator("quantities", "not_exposed", "when_absent")
     @classmethod
     def _known(cls, value: dict[str, object]) -> dict[str, object]:
         unknown = sorted(set(value) - set(CANONICAL))
@@ -169,7 +173,8 @@ class Catalog(_Model):
         if not sources:
             why = self.not_exposed.get(quantity, "no series known")
             return f"{quantity} ({self.name or self.engine}: {why})"
-        return f"{' or '.join(s.display() for s in sources)} ({quantity})"
+        absent = self.when_absent.get(quantity)
+        return f"{' or '.join(s.display() for s in sources)} ({quantity}{'; ' + absent if absent else ''})"
 
     def needed_series(self, fmt: MetricsFormat) -> set[str]:
         """Sample names (histogram bases expanded) read from expositions of one format."""
@@ -253,7 +258,23 @@ def version_from_image(image: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def catalog_for_engine(kind: str, image: str | None = None, *, sim_flavor: str = "vllm") -> Catalog:
-    """The catalog for a scenario's engine (``EngineSpec.kind``, ``.image``, ``.sim_flavor``)."""
-    version = None if kind == "sim" else version_from_image(image)
-    return load_catalog(kind, version, flavor=sim_flavor)
+def catalog_for_engine(kind: str, image: str | None = None, *, sim_flavor: str = "vllm",
+                       version: str | None = None) -> Catalog:
+    """The catalog for a scenario's engine (``EngineSpec.kind``, ``.image``, ``.sim_flavor``, ``.version``).
+
+    TensorRT-LLM's catalog follows its version table (:mod:`harness.engines.trtllm_versions`), so it reads the
+    endpoints the launch scrapes: ``engine.version`` else the image tag, and with neither the table's oldest entry
+    (not the newest catalog); ``version`` is ignored for other engines.
+    """
+    if kind == "trtllm":
+        return load_catalog(kind, _trtllm_catalog_version(image, version))
+    return load_catalog(kind, None if kind == "sim" else version_from_image(image), flavor=sim_flavor)
+
+
+def _trtllm_catalog_version(image: str | None, version: str | None) -> str:
+    table = trtllm_releases()
+    want = version_key(version) or version_key(version_from_image(image))
+    if want is None:
+        return table[0].version
+    fitting = [r for r in table if r.key() <= want]
+    return (fitting[-1] if fitting else table[0]).version

@@ -1,4 +1,4 @@
-"""TensorRT-LLM-flavoured metrics.
+"""TensorRT-LLM-flavoured metrics, imitating the newest table entry (a release with the background stats collector).
 
 - ``GET /metrics``: JSON iteration statistics, one entry per engine step, kept in a bounded queue that is
   drained when read (as the real server does with ``enable_iter_perf_stats``), so a poller gets each entry once
@@ -6,7 +6,13 @@
   ``numQueuedRequests``, ``gpuMemUsage`` and ``kvCacheStats`` (``maxNumBlocks``, ``freeNumBlocks``,
   ``usedNumBlocks``, ``tokensPerBlock``, ``allocTotalBlocks``, ``allocNewBlocks``, ``reusedBlocks``,
   ``missedBlocks``, ``cacheHitRate``; counters cumulative).
-- ``GET /prometheus/metrics``: Prometheus text with the ``trtllm_`` names listed in engines.md.
+- The background collector (``stats_collector``, on by default): from TensorRT-LLM PR #11243 trtllm-serve's
+  ``_iteration_stats_collector_loop`` drains that same queue into ``/prometheus/metrics`` whenever
+  ``return_perf_metrics`` is on, so a JSON ``/metrics`` read after it drained returns ``[]`` (nvbugs/6102381). The
+  simulated collector takes every entry as it is made: JSON ``/metrics`` then always reads ``[]``, and only the
+  Prometheus series carry the statistics. ``stats_collector=False`` imitates a release without it (1.0, 1.1).
+- ``GET /prometheus/metrics``: Prometheus text with the ``trtllm_`` names of ``tensorrt_llm/metrics/collector.py``
+  (counters exposed with ``_total``), including ``trtllm_kv_cache_tokens_per_block`` and ``trtllm_prompt_tokens``.
 
 ``reusedBlocks`` counts blocks served from any cache (GPU or host, as TensorRT-LLM counts onboarded blocks as
 reused); ``missedBlocks`` the prompt blocks computed.
@@ -60,6 +66,8 @@ class _TrtCollector:
                           off.cpu.usage if off is not None else 0.0)
         yield self._counter("trtllm_kv_cache_reused_blocks", "Reused KV cache blocks.", st.reused_blocks)
         yield self._counter("trtllm_kv_cache_missed_blocks", "Missed KV cache blocks.", st.missed_blocks)
+        yield self._gauge("trtllm_kv_cache_tokens_per_block", "Tokens per KV cache block.", core.bs)
+        yield self._counter("trtllm_prompt_tokens", "Prompt (input) tokens processed.", st.prompt_tokens)
         yield self._counter("trtllm_kv_cache_onboard_bytes", "Bytes onboarded from host to GPU.",
                             off.stats.load_bytes if off is not None else 0)
         yield self._counter("trtllm_kv_cache_offload_bytes", "Bytes offloaded from GPU to host.",
@@ -77,9 +85,11 @@ class TrtllmMetrics:
 
     content_type = CONTENT_TYPE
 
-    def __init__(self, core: EngineCore, model_name: str) -> None:
+    def __init__(self, core: EngineCore, model_name: str, *, stats_collector: bool = True) -> None:
         self.core = core
         self.queue: deque[dict[str, Any]] = deque(maxlen=QUEUE_MAX)
+        self.stats_collector = stats_collector
+        self.collected = 0  # entries the simulated background collector drained before any JSON reader
         self.registry = CollectorRegistry()
         histograms: list[FastHistogram] = []
 
@@ -112,7 +122,7 @@ class TrtllmMetrics:
         pool = core.pool
         total = st.reused_blocks + st.missed_blocks
         self._iter += 1
-        self.queue.append({
+        self._queue_entry({
             "timestamp": time.strftime("%m-%d-%Y %H:%M:%S"),
             "iter": self._iter,
             "iterLatencyMS": plan.duration * time_scale * 1000.0,
@@ -136,6 +146,12 @@ class TrtllmMetrics:
                 "cacheHitRate": st.reused_blocks / total if total else 0.0,
             },
         })
+
+    def _queue_entry(self, entry: dict[str, Any]) -> None:
+        self.queue.append(entry)
+        if self.stats_collector:  # the collector's loop drains the queue before a JSON /metrics poll can
+            self.collected += len(self.queue)
+            self.queue.clear()
 
     def drain_json(self) -> bytes:
         """The queued iteration stats as a JSON list; the queue is emptied."""

@@ -1,9 +1,10 @@
-"""Checks on the engine settings: pinned images, weight offload mistaken for KV offload, lengths."""
+"""Checks on the engine settings: pinned images, weight offload mistaken for KV offload, extra_args, lengths."""
 
 from __future__ import annotations
 
 from harness.config.scenario import Scenario
 from harness.engines.trtllm import advertised_model_name
+from harness.plan.checks.flags import check_managed_flags, vllm_name
 from harness.schema.summary import CheckItem
 
 UNPINNED_TAGS = frozenset({"latest", "main", "nightly", "dev", "stable", "edge"})
@@ -55,14 +56,21 @@ def check_pinned_image(scenario: Scenario, allow_unpinned: bool) -> list[CheckIt
                           f"; expected digest {digest}" if digest else "; its digest is recorded at launch"))]
 
 
+def _names_weight_offload(token: str) -> bool:
+    """``--cpu-offload-gb`` as vLLM's parser reads it: exactly, with underscores, or by an unambiguous abbreviation
+    (``--cpu-offload-g``; ``--cpu-offload`` alone is ambiguous with ``--cpu-offload-params`` and vLLM refuses it)."""
+    name = vllm_name(token)
+    return name in WEIGHT_OFFLOAD_FLAGS or (name.startswith("--cpu-offload-g") and "--cpu-offload-gb".startswith(name))
+
+
 def check_weight_offload(scenario: Scenario) -> list[CheckItem]:
     """``--cpu-offload-gb`` offloads model WEIGHTS, not KV cache: an error unless explicitly allowed."""
     hits: list[str] = []
-    if any(a.split("=")[0] in WEIGHT_OFFLOAD_FLAGS for a in scenario.engine.extra_args):
+    if any(_names_weight_offload(a) for a in scenario.engine.extra_args):
         hits.append("engine.extra_args")
     for i, arm in enumerate(scenario.arms):
         extra = arm.engine.get("extra_args") or []
-        if isinstance(extra, list) and any(str(a).split("=")[0] in WEIGHT_OFFLOAD_FLAGS for a in extra):
+        if isinstance(extra, list) and any(_names_weight_offload(str(a)) for a in extra):
             hits.append(f"arms[{i}].engine.extra_args")
     if not hits:
         return [CheckItem(name="weight-offload", level="ok", message="no model-weight offload configured")]
@@ -113,20 +121,10 @@ def check_lengths(scenario: Scenario) -> list[CheckItem]:
     return out
 
 
-# Flags that turn KV offload on: in engine.extra_args they would reach the baseline too.
-OFFLOAD_FLAGS = ("--kv-offloading-size", "--kv-offloading-backend", "--kv-transfer-config", "--kv_offloading_size",
-                 "--kv_transfer_config")
-
-
 def check_extra_args(scenario: Scenario) -> list[CheckItem]:
-    """Offload flags belong in ``arms[].offload``; in ``engine.extra_args`` they would reach the baseline too."""
-    found = sorted({a.split("=")[0] for a in scenario.engine.extra_args if a.split("=")[0] in OFFLOAD_FLAGS})
-    if not found:
-        return [CheckItem(name="extra-args", level="ok", message="engine.extra_args set no KV offload flag")]
-    return [CheckItem(name="extra-args", level="error",
-                      message=f"engine.extra_args contains {', '.join(found)}: that would turn KV offload on in every "
-                      "arm, the gpu-only baseline included; configure offload per arm under arms[].offload "
-                      "(kind vllm-native or vllm-connector)")]
+    """No flag the harness renders itself (offload flags would reach the baseline too), no ``--config``, no repeats:
+    see :mod:`harness.plan.checks.flags`."""
+    return check_managed_flags(scenario)
 
 
 def check_served_name(scenario: Scenario) -> list[CheckItem]:

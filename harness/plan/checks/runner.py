@@ -7,7 +7,7 @@ from typing import Literal
 
 from harness.config.scenario import Scenario
 from harness.host.facts import HostFacts, OsHostFacts
-from harness.plan.checks import arms, blocks, engine, inputs, resources, shm
+from harness.plan.checks import arms, blocks, engine, flags, inputs, resources, shm, trtllm_release
 from harness.schema.summary import CheckItem
 
 Mode = Literal["plan", "run"]
@@ -19,7 +19,8 @@ ALL_CHECKS: dict[str, Check] = {
     "tier-offload": lambda s, h, m, u: arms.check_tiers(s),
     "one-dimension": lambda s, h, m, u: arms.check_one_dimension(s),
     "weight-offload": lambda s, h, m, u: engine.check_weight_offload(s),
-    "extra-args": lambda s, h, m, u: engine.check_extra_args(s),
+    "extra-args": lambda s, h, m, u: flags.check_managed_flags(s),
+    "trtllm-release": lambda s, h, m, u: trtllm_release.check_trtllm_release(s),
     "served-name": lambda s, h, m, u: engine.check_served_name(s),
     "lengths": lambda s, h, m, u: engine.check_lengths(s),
     "host-headroom": lambda s, h, m, u: resources.check_host_headroom(s, h),

@@ -4,39 +4,45 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError
 
+from harness.schema.validation import ArmValidation, ResolvedArm, ResolvedPlatform
 from harness.secrets.redact import Redactor
 
-Status = Literal["ok", "platform", "rejected", "not-checked", "error"]
+__all__ = ["MARK", "ArmValidation", "not_checked", "parse_output", "script_text"]
+
 MARK = "KVH-VALIDATE "
 TAIL_CHARS = 1500
-
-
-class ArmValidation(BaseModel):
-    """One arm's verdict from the engine's own code."""
-
-    model_config = ConfigDict(extra="forbid")
-    arm: str
-    status: Status
-    stage: str | None = None
-    message: str
-    where: str = Field(description="where it ran: the image, or the interpreter")
-    engine_version: str | None = None
-    notes: list[str] = Field(default_factory=list)
-    details: dict[str, Any] = Field(default_factory=dict)
-
-    @property
-    def passed(self) -> bool:
-        """ok, or ok up to the platform's limit."""
-        return self.status in ("ok", "platform")
 
 
 def script_text(name: str) -> str:
     """The source of one in-engine script (sent as ``python3 -c``)."""
     return resources.files("harness.plan.validate.scripts").joinpath(name).read_text(encoding="utf-8")
+
+
+def _resolved(item: dict[str, Any], redact: Redactor) -> ResolvedArm | None:
+    """The arm's resolved configuration, secrets redacted (None when absent or unreadable)."""
+    raw = item.get("resolved")
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return ResolvedArm.model_validate(json.loads(redact(json.dumps(raw))))
+    except (ValidationError, ValueError):
+        return None
+
+
+def _platform_note(platform: object) -> list[str]:
+    """A note when the check forced the platform (vLLM detected none where it ran)."""
+    try:
+        found = ResolvedPlatform.model_validate(platform) if isinstance(platform, dict) else None
+    except ValidationError:
+        return []
+    if found is None or not found.forced:
+        return []
+    return [f"vLLM detected {found.detected} where the check ran; the platform was forced to {found.used}, the one "
+            "the build was made for (a failure only that platform explains is reported as not checked)"]
 
 
 def parse_output(stdout: str, stderr: str, arms: list[str], *, where: str, redact: Redactor,
@@ -45,6 +51,7 @@ def parse_output(stdout: str, stderr: str, arms: list[str], *, where: str, redac
     found: dict[str, dict[str, Any]] = {}
     version: str | None = None
     fatal: str | None = None
+    platform: list[str] = []
     for line in stdout.splitlines():
         if not line.startswith(MARK):
             continue
@@ -58,11 +65,12 @@ def parse_output(stdout: str, stderr: str, arms: list[str], *, where: str, redac
             fatal = str(item["fatal"])
         elif "engine_version" in item:
             version = str(item["engine_version"])
+            platform = _platform_note(item.get("platform"))
         elif "arm" in item:
             found[str(item["arm"])] = item
     out = []
     for arm in arms:
-        extra = (notes or {}).get(arm, [])
+        extra = [*(notes or {}).get(arm, []), *platform]
         item = found.get(arm)
         if item is None:
             if fatal is not None:
@@ -74,10 +82,12 @@ def parse_output(stdout: str, stderr: str, arms: list[str], *, where: str, redac
                                      where=where, engine_version=version, notes=extra))
             continue
         status = item.get("status", "error")
-        details = {k: v for k, v in item.items() if k not in ("arm", "status", "stage", "message")}
-        out.append(ArmValidation(arm=arm, status=status if status in ("ok", "platform", "rejected") else "error",
+        details = {k: v for k, v in item.items() if k not in ("arm", "status", "stage", "message", "resolved")}
+        known = ("ok", "platform", "rejected", "not-checked")
+        out.append(ArmValidation(arm=arm, status=status if status in known else "error",
                                  stage=item.get("stage"), message=redact(str(item.get("message", ""))), where=where,
-                                 engine_version=version, notes=extra, details=details))
+                                 engine_version=version, notes=extra, details=details,
+                                 resolved=_resolved(item, redact)))
     return out
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.config.engine import EngineSpec
 from harness.engines.spec import LaunchSpec
+from harness.engines.trtllm_versions import choose_release, release_facts
 
 SCRIPTS = {"vllm": "vllm_check.py", "trtllm": "trtllm_check.py"}
 
@@ -36,14 +38,18 @@ def vllm_item(spec: LaunchSpec, model: str | None) -> dict[str, Any]:
     return {"arm": spec.arm, "args": replace_model(args, model) if model else args}
 
 
-def trtllm_item(spec: LaunchSpec, model: str | None) -> dict[str, Any]:
-    """One TensorRT-LLM arm: the rendered YAML, the model and the flags."""
+def trtllm_item(spec: LaunchSpec, model: str | None, engine: EngineSpec | None = None) -> dict[str, Any]:
+    """One TensorRT-LLM arm: the rendered YAML, the model, the flags, and the facts its table entry assumes (which
+    the check compares with the image's)."""
     content = spec.config_files[0].content if spec.config_files else ""
     flags = sorted({a.split("=", 1)[0] for a in spec.args if a.startswith("--")})
-    return {"arm": spec.arm, "yaml": content, "model": model or (spec.args[0] if spec.args else ""),
-            "flags": flags}
+    item: dict[str, Any] = {"arm": spec.arm, "yaml": content, "model": model or (spec.args[0] if spec.args else ""),
+                            "flags": flags}
+    if engine is not None:
+        item["table"] = release_facts(choose_release(engine))
+    return item
 
 
-def request_item(spec: LaunchSpec, model: str | None) -> dict[str, Any]:
+def request_item(spec: LaunchSpec, model: str | None, engine: EngineSpec) -> dict[str, Any]:
     """The request entry for one arm of either engine."""
-    return vllm_item(spec, model) if spec.engine == "vllm" else trtllm_item(spec, model)
+    return vllm_item(spec, model) if spec.engine == "vllm" else trtllm_item(spec, model, engine)

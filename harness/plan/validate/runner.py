@@ -22,9 +22,11 @@ from harness.config.secret_values import scenario_secret_values
 from harness.engines import build_launch_spec
 from harness.engines.spec import LaunchSpec
 from harness.plan.checks.blocks import local_model_config
-from harness.plan.validate.base import ArmValidation, not_checked, parse_output, script_text
+from harness.plan.validate.base import not_checked, parse_output, script_text
 from harness.plan.validate.engines import SCRIPTS, request_item
+from harness.plan.validate.guards import resolved_checks
 from harness.schema.summary import CheckItem
+from harness.schema.validation import ArmValidation, unvalidated
 from harness.secrets.redact import Redactor, secret_values
 
 CONTAINER_CACHE = "/root/.cache/huggingface"
@@ -81,10 +83,15 @@ def _model_for(engine: EngineSpec, opts: ValidateOptions, *, docker: bool) -> tu
                               f"{engine.model})"], None
 
 
-def _command(engine: EngineSpec, target: str, docker: bool, opts: ValidateOptions, script: str) -> list[str]:
+def _command(engine: EngineSpec, target: str, docker: bool, opts: ValidateOptions, script: str, *,
+             gpus: bool = True) -> list[str]:
+    """The check's command: the interpreter, or ``docker run`` of the pinned image with the arm's GPUs (vLLM's CUDA
+    build detects no platform without them and cannot build its parser)."""
     if not docker:
         return [target, "-c", script]
     cmd = [opts.docker, "run", "--rm", "-i", "--network", "none", "--entrypoint", "python3"]
+    if gpus and engine.gpus:
+        cmd += ["--gpus", engine.gpus]
     for name in sorted({**engine.env, **OFFLINE_ENV}):
         cmd += ["-e", name]  # values travel in the environment, never on the command line
     if engine.model_cache_dir:
@@ -116,15 +123,15 @@ def validate_scenario(scenario: Scenario, opts: ValidateOptions | None = None) -
     """One result per arm (empty for the simulator)."""
     opts = opts or ValidateOptions.from_env()
     engine = scenario.engine
-    if engine.kind not in SCRIPTS:
-        return []
-    specs: list[LaunchSpec] = []
+    if engine.kind not in SCRIPTS or engine.effective_launcher == "external":
+        return []  # the simulator has no code of its own; an external server's live config is checked instead
+    specs: list[tuple[LaunchSpec, EngineSpec]] = []
     for arm in scenario.arms:
         try:
-            specs.append(build_launch_spec(scenario.engine_for(arm), arm))
+            specs.append((build_launch_spec(scenario.engine_for(arm), arm), scenario.engine_for(arm)))
         except ValueError:
             continue  # the plan reports it as a launch-spec error
-    names = [s.arm for s in specs]
+    names = [s.arm for s, _ in specs]
     docker = opts.python is None and engine.effective_launcher == "docker"
     target = engine.image if docker else (opts.python or local_python(engine))
     where = f"image {target}" if docker else f"interpreter {target}"
@@ -136,21 +143,33 @@ def validate_scenario(scenario: Scenario, opts: ValidateOptions | None = None) -
     model, notes, cannot = _model_for(engine, opts, docker=docker)
     if why or cannot:
         return not_checked(names, why or cannot or "", where)
-    request = {"arms": [request_item(s, model) for s in specs]}
+    request = {"arms": [request_item(s, model, e) for s, e in specs]}
     env = {**os.environ, **engine.env, **OFFLINE_ENV}
     if engine.model_cache_dir and not docker:
         env["HF_HOME"] = engine.model_cache_dir
     redact = Redactor([*secret_values(engine.env), *scenario_secret_values(scenario)])  # flag values too
+    script = script_text(SCRIPTS[engine.kind])
     try:
-        proc = subprocess.run(_command(engine, target, docker, opts, script_text(SCRIPTS[engine.kind])),
-                              input=json.dumps(request), capture_output=True, text=True, env=env,
-                              timeout=opts.timeout_s, check=False)
+        proc = subprocess.run(_command(engine, target, docker, opts, script), input=json.dumps(request),
+                              capture_output=True, text=True, env=env, timeout=opts.timeout_s, check=False)
+        if docker and engine.gpus and proc.returncode != 0 and _no_gpu_runtime(proc.stderr):
+            notes = [*notes, f"docker could not give the check the GPUs (--gpus {engine.gpus}: "
+                     f"{' '.join(proc.stderr.split())[:200]}); it ran without them"]
+            proc = subprocess.run(_command(engine, target, docker, opts, script, gpus=False),
+                                  input=json.dumps(request), capture_output=True, text=True, env=env,
+                                  timeout=opts.timeout_s, check=False)
     except subprocess.TimeoutExpired:
         return not_checked(names, f"the check did not finish within {opts.timeout_s:g} s", where)
     except OSError as exc:
         return not_checked(names, f"cannot run {target}: {exc.strerror or exc}", where)
     return parse_output(proc.stdout, proc.stderr, names, where=where, redact=redact,
                         notes={n: notes for n in names})
+
+
+def _no_gpu_runtime(stderr: str) -> bool:
+    """docker's words when ``--gpus`` has no runtime behind it (no NVIDIA container toolkit, no GPU)."""
+    text = stderr.lower()
+    return "could not select device driver" in text or "nvidia-container" in text or "unknown flag: --gpus" in text
 
 
 def validation_checks(results: list[ArmValidation]) -> list[CheckItem]:
@@ -173,3 +192,23 @@ def validation_checks(results: list[ArmValidation]) -> list[CheckItem]:
             out.append(CheckItem(name="engine-validation", level="warn", arm=r.arm,
                                  message=f"not checked ({r.where}): {r.message}{note}"))
     return out
+
+
+def incomplete_item(results: list[ArmValidation]) -> CheckItem | None:
+    """One loud item when some arm could not be validated (``harness run --require-validation`` stops on it)."""
+    missing = unvalidated(results)
+    if not missing:
+        return None
+    names = ", ".join(r.arm for r in missing)
+    return CheckItem(name="validation-incomplete", level="warn",
+                     message=f"NOT VALIDATED: {len(missing)} of {len(results)} arm(s) ({names}) could not be checked "
+                     f"by the engine's own code ({missing[0].message[:300]}); what the engine will resolve is "
+                     "unknown, and `harness run --require-validation` (the default of `make benchmark`) refuses to "
+                     "start")
+
+
+def validation_items(scenario: Scenario, results: list[ArmValidation]) -> list[CheckItem]:
+    """Every check item of a validation: per-arm verdicts, the guards on what was resolved, the loud summary."""
+    items = validation_checks(results) + resolved_checks(scenario, results)
+    loud = incomplete_item(results)
+    return [loud, *items] if loud is not None else items

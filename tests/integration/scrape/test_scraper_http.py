@@ -185,7 +185,7 @@ def test_drained_json_queue_is_polled_and_summed(tmp_path: Path, server: tuple[s
     end_ns = time.perf_counter_ns()
     scraper.scrape_now("step-0-end")
     scraper.stop()
-    _server, hits = step_server_stats(load_scrapes(tmp_path), load_catalog("trtllm"), start_ns, end_ns)
+    _server, hits = step_server_stats(load_scrapes(tmp_path), load_catalog("trtllm", "1.0.0"), start_ns, end_ns)
     assert hits.cached == 20 * 2 * 16  # 20 iterations inside the step, 2 reused blocks each
     assert hits.miss == 20 * 16
 

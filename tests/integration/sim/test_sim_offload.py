@@ -120,13 +120,13 @@ def test_trtllm_flavor_metrics() -> None:
     with running_sim(in_process=True, profile="demo", time_scale=FAST, flavor="trtllm",
                      host_cache_size=8 * 2**30) as sim:
         _rounds(sim, 8)
-        items = httpx.get(sim.base_url + "/metrics").json()
-        assert isinstance(items, list) and items
-        assert {"iter", "iterLatencyMS", "numActiveRequests", "kvCacheStats"} <= set(items[-1])
-        assert items[-1]["kvCacheStats"]["tokensPerBlock"] == 16
-        assert httpx.get(sim.base_url + "/metrics").json() == []  # drained
+        # the simulated background stats collector (a release with TensorRT-LLM PR #11243) drains the iteration
+        # stats before a JSON /metrics poll can: it reads [] (the queue itself: tests/unit/sim)
+        assert httpx.get(sim.base_url + "/metrics").json() == []
         text = httpx.get(sim.base_url + "/prometheus/metrics").text
         samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples}
+        assert samples["trtllm_kv_cache_tokens_per_block"] == 16
+        assert samples["trtllm_kv_cache_missed_blocks_total"] > 0
         assert samples["trtllm_kv_cache_onboard_bytes_total"] > 0
         assert samples["trtllm_kv_cache_offload_bytes_total"] > 0
         assert samples["trtllm_kv_cache_reused_blocks_total"] > 0

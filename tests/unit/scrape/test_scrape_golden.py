@@ -87,7 +87,7 @@ def test_trtllm_json_iteration_stats_sample() -> None:
     entries = parse_trtllm_json((FIXTURES / "trtllm-iteration-stats.json").read_text())
     assert [e["iter"][0][1] for e in entries] == [1041.0, 1042.0]
     values = exposition_quantities({"trtllm-json": (FIXTURES / "trtllm-iteration-stats.json").read_text()},
-                                   load_catalog("trtllm"))
+                                   load_catalog("trtllm", "1.1.0"))  # 1.3 does not poll JSON /metrics
     assert values["hit_tokens.total"].value == 850 * 32  # reusedBlocks x tokensPerBlock
     assert values["recomputed_tokens"].value == 1850 * 32
     assert values["kv_usage"].value == pytest.approx(2048 / 4096)  # max over the entries
@@ -118,6 +118,6 @@ def test_trtllm_prometheus_sample(name: str) -> None:
 def test_trtllm_both_endpoints_together() -> None:
     bodies = {"prometheus": (FIXTURES / "trtllm-prometheus.prom").read_text(),
               "trtllm-json": (FIXTURES / "trtllm-iteration-stats.json").read_text()}
-    values = exposition_quantities(bodies, load_catalog("trtllm"))
+    values = exposition_quantities(bodies, load_catalog("trtllm", "1.1.0"))  # both endpoints polled on 1.1
     assert values["hit_tokens.total"].source == "trtllm_prompt_cached_tokens_total"  # Prometheus first
     assert values["recomputed_tokens"].value == 1850 * 32  # only the JSON has it

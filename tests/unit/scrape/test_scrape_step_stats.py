@@ -125,7 +125,7 @@ def _json(*entries: tuple[int, int, int]) -> str:
 
 
 def test_trtllm_drained_queue_polled_during_the_step() -> None:
-    cat = load_catalog("trtllm")
+    cat = load_catalog("trtllm", "1.1.0")  # a release whose JSON /metrics is polled
     s = series(
         (0.0, _json((1, 10, 20), (2, 12, 22))),  # before the step: base is the last entry, 12 / 22
         (1.0, "[]"),  # nothing new since: still the base
@@ -144,7 +144,7 @@ def test_trtllm_drained_queue_polled_during_the_step() -> None:
 
 
 def test_trtllm_json_counters_from_a_fresh_server() -> None:
-    cat = load_catalog("trtllm")
+    cat = load_catalog("trtllm", "1.1.0")  # a release whose JSON /metrics is polled
     s = series((0.0, "[]"), (1.0, _json((1, 3, 4))), fmt="trtllm-json")
     _, hits = step_server_stats(s, cat, 0, SECOND)
     assert hits.cached == 3 * 32 and hits.miss == 4 * 32

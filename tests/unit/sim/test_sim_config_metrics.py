@@ -138,7 +138,7 @@ def test_without_offload_no_offload_families() -> None:
 
 def test_trtllm_json_queue_drains() -> None:
     core = EngineCore(make_cfg(20, cpu_chunks=40, store_mode="on_evict"))
-    metrics = TrtllmMetrics(core, "m")
+    metrics = TrtllmMetrics(core, "m", stats_collector=False)  # a release without the background collector
     core.add(core.new_request("a", list(range(30)), 3, 0, 0.0))
     now = 0.0
     while core.has_work():

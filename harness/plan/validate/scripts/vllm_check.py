@@ -1,34 +1,70 @@
 # mypy: ignore-errors
-"""Runs INSIDE the engine's Python (the pinned vLLM image or a vLLM venv), never in the harness: checks each arm's
-``vllm serve`` arguments with vLLM's own code and prints one ``KVH-VALIDATE {json}`` line per arm.
+"""Runs INSIDE the engine's Python (the pinned vLLM image or a vLLM venv), never in the harness: puts each arm's
+``vllm serve`` arguments through vLLM's own start-up code and prints one ``KVH-VALIDATE {json}`` line per arm with
+what vLLM resolved.
 
 Input (stdin, JSON): ``{"arms": [{"arm": NAME, "args": [...]}]}`` -- the arguments after ``vllm serve``.
-Stages, in vLLM's start-up order: parse (FlexibleArgumentParser + make_arg_parser), validate_parsed_serve_args,
-AsyncEngineArgs.from_cli_args(...).create_engine_config(), then for an OffloadingConnector config the offloading spec
-class, each secondary tier's class and its constructor keywords, the chunk arithmetic of CPUOffloadingSpec, and the
-platform check of CPUOffloadingSpec.get_worker. Statuses: ok, platform (ok up to the platform's limit), rejected.
+Stages, in vLLM's start-up order: ``platform`` (resolved once; an undetected platform is forced to the one the build
+was made for, and said), ``parse`` (FlexibleArgumentParser + make_arg_parser), ``serve-args``
+(validate_parsed_serve_args), ``engine-config`` (AsyncEngineArgs.from_cli_args(...).create_engine_config()); for an
+OffloadingConnector: ``offloading-config`` (build_offloading_config over a KV cache config at the TARGET platform's
+block size), ``offloading-spec`` (OffloadingSpecFactory.create_spec), ``offload-manager`` (the spec's get_manager():
+the CPU manager and every secondary tier's constructor, on a two-chunk copy whose tier directories are in a scratch
+directory of this sandbox, shut down after), then the platform check of the spec's get_worker. Statuses: ok,
+platform (ok up to this platform's limit), rejected (vLLM's own message), not-checked.
 Standard library and vLLM only: this file is sent to the engine's interpreter as text.
 """
 
 import contextlib
-import inspect
+import copy
+import dataclasses
 import io
 import json
+import os
+import shutil
 import sys
+import tempfile
 import types
+import uuid
 
 MARK = "KVH-VALIDATE "
+PLATFORM = {"detected": None, "used": None, "forced": False}
+
+
+def say(item):
+    print(MARK + json.dumps(item, default=str), flush=True)
 
 
 def emit(arm, status, stage, message, **extra):
-    print(MARK + json.dumps({"arm": arm, "status": status, "stage": stage, "message": message, **extra}),
-          flush=True)
+    say({"arm": arm, "status": status, "stage": stage, "message": message, **extra})
 
 
-def last_lines(text, n=3):
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if "error:" in ln]
-    return errors[-1] if errors else " ".join(lines[-n:])
+def words(exc):
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:2000]
+
+
+def resolve_platform():
+    """vLLM's own platform detection; an undetected platform is forced to the build's (as vLLM's tests patch it)."""
+    from vllm import platforms
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+
+    qual = platforms.resolve_current_platform_cls_qualname()
+    PLATFORM["detected"] = qual.rsplit(".", 1)[-1]
+    if qual.endswith("UnspecifiedPlatform"):
+        import torch
+
+        if getattr(torch.version, "cuda", None):
+            qual = "vllm.platforms.cuda.CudaPlatform"
+        elif getattr(torch.version, "hip", None):
+            qual = "vllm.platforms.rocm.RocmPlatform"
+        else:
+            qual = platforms.cpu_platform_plugin() or qual
+        if qual.endswith("UnspecifiedPlatform"):
+            return "vLLM detected no platform (UnspecifiedPlatform) and the build names none to force"
+        PLATFORM["forced"] = True
+    platforms._current_platform = resolve_obj_by_qualname(qual)()
+    PLATFORM["used"] = type(platforms._current_platform).__name__
+    return None
 
 
 def parse(args):
@@ -41,84 +77,118 @@ def parse(args):
         with contextlib.redirect_stderr(err):
             return parser.parse_args(args), None
     except SystemExit:
-        return None, last_lines(err.getvalue()) or "argument parsing failed"
+        lines = [ln.strip() for ln in err.getvalue().splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "error:" in ln]
+        return None, (errors[-1] if errors else " ".join(lines[-3:])) or "argument parsing failed"
 
 
-def chunk_check(cfg, extra):
-    """CPUOffloadingSpec's own arithmetic: how many chunks cpu_bytes_to_use holds (0 = nothing fits)."""
-    import mmap
+def engine_fields(cfg, ns):
+    """The parsed values the harness manages or every arm must share."""
+    model, cache, par, sched = cfg.model_config, cfg.cache_config, cfg.parallel_config, cfg.scheduler_config
+    served = model.served_model_name
+    return {
+        "model": model.model, "served_model_name": served[0] if isinstance(served, list) else served,
+        "max_model_len": model.max_model_len, "dtype": str(model.dtype).removeprefix("torch."),
+        "tensor_parallel_size": par.tensor_parallel_size, "pipeline_parallel_size": par.pipeline_parallel_size,
+        "data_parallel_size": par.data_parallel_size, "gpu_memory_utilization": cache.gpu_memory_utilization,
+        "max_num_seqs": sched.max_num_seqs, "max_num_batched_tokens": sched.max_num_batched_tokens,
+        "enable_prefix_caching": cache.enable_prefix_caching, "cache_dtype": str(cache.cache_dtype),
+        "block_size": cache.block_size, "user_block_size": bool(cache.user_specified_block_size),
+        "kv_offloading_size_gib": cache.kv_offloading_size, "kv_offloading_backend": cache.kv_offloading_backend,
+        "enable_prompt_tokens_details": bool(getattr(ns, "enable_prompt_tokens_details", False)),
+        "host": getattr(ns, "host", None), "port": getattr(ns, "port", None),
+    }
+
+
+def target_block(cfg):
+    """(tokens per GPU KV block on the target GPU, where that figure comes from) -- or (None, why not)."""
+    from vllm.config.cache import CacheConfig
+
+    cache, model = cfg.cache_config, cfg.model_config
+    if cache.user_specified_block_size:
+        return cache.block_size, "--block-size"
+    if getattr(model, "use_mla", False) or getattr(model, "is_hybrid", False):
+        return None, "MLA or hybrid model: its CUDA block size depends on the attention backend (not computed)"
+    return CacheConfig.DEFAULT_BLOCK_SIZE, ("vLLM's CacheConfig.DEFAULT_BLOCK_SIZE, which the CUDA platform keeps "
+                                            "for a full-attention model (FlashAttention)")
+
+
+def kv_cache_config(cfg, block):
+    """One full-attention group over every layer, as the GPU worker would report it (per rank)."""
+    from vllm.utils.torch_utils import STR_DTYPE_TO_TORCH_DTYPE
+    from vllm.v1.kv_cache_interface import FullAttentionSpec, KVCacheConfig, KVCacheGroupSpec
 
     model, par, cache = cfg.model_config, cfg.parallel_config, cfg.cache_config
-    gpu_block = cache.block_size
-    if not gpu_block:
-        return None
-    layers = model.get_num_layers(par)
-    kv_heads = model.get_num_kv_heads(par)
-    head = model.get_head_size()
-    import torch
-    from vllm.utils.torch_utils import STR_DTYPE_TO_TORCH_DTYPE
-
     dtype = model.dtype if cache.cache_dtype == "auto" else STR_DTYPE_TO_TORCH_DTYPE[cache.cache_dtype]
-    elem = torch.tensor([], dtype=dtype).element_size()
-    world = par.tensor_parallel_size * par.pipeline_parallel_size
-    offload_block = int(extra.get("block_size") or gpu_block)
-    per_block = 2 * layers * kv_heads * head * elem * gpu_block
-    chunk = per_block * world * max(1, offload_block // gpu_block)
-    aligned = -(-chunk // mmap.PAGESIZE) * mmap.PAGESIZE
-    cpu_bytes = int(extra.get("cpu_bytes_to_use") or 0)
-    return {"chunk_bytes": aligned, "num_chunks": cpu_bytes // aligned, "cpu_bytes_to_use": cpu_bytes}
+    spec = FullAttentionSpec(block_size=block, num_kv_heads=model.get_num_kv_heads(par),
+                             head_size=model.get_head_size(), dtype=dtype)
+    layers = [f"model.layers.{i}.self_attn.attn" for i in range(model.get_num_layers(par))]
+    return KVCacheConfig(num_blocks=1, kv_cache_tensors=[], kv_cache_groups=[KVCacheGroupSpec(layers, spec)])
 
 
-def offload_checks(cfg):
-    """The connector part; returns (status, stage, message, extra)."""
+def build_manager(spec_factory, config, chunk_bytes, scratch):
+    """get_manager() on a two-chunk copy whose tier directories are in the scratch directory; shut down after."""
+    extra = copy.deepcopy(dict(config.extra_config))
+    extra["cpu_bytes_to_use"] = 2 * max(chunk_bytes, 1)
+    for i, tier in enumerate(extra.get("secondary_tiers") or []):
+        if isinstance(tier, dict) and "root_dir" in tier:
+            tier["root_dir"] = os.path.join(scratch, f"tier-{i}")
+    mini = dataclasses.replace(config, extra_config=extra, engine_id=f"kvh-validate-{uuid.uuid4().hex}")
+    manager = spec_factory.create_spec(mini).get_manager()
+    with contextlib.suppress(Exception):
+        if hasattr(manager, "shutdown"):
+            manager.shutdown()
+    return type(manager).__name__
+
+
+def offload(cfg, scratch):
+    """The connector part: (status, stage, message, resolved offload dict or None)."""
     ktc = cfg.kv_transfer_config
-    if ktc is None or ktc.kv_connector != "OffloadingConnector":
-        return "ok", "engine-config", "engine config built", {}
+    if ktc is None or not ktc.kv_connector:
+        return "ok", "engine-config", "engine config built, no KV connector", None
+    extra = dict(ktc.kv_connector_extra_config or {})
+    info = {"connector": ktc.kv_connector, "role": ktc.kv_role, "extra_config": extra}
+    if ktc.kv_connector != "OffloadingConnector":
+        return "ok", "engine-config", f"engine config built with connector {ktc.kv_connector}", info
+    block, source = target_block(cfg)
+    info.update(target_block_size=block, target_block_source=source, platform_block_size=cfg.cache_config.block_size)
+    from vllm.distributed.kv_transfer.kv_connector.v1.offloading.config import build_offloading_config
     from vllm.v1.kv_offload.factory import OffloadingSpecFactory
 
-    extra = dict(ktc.kv_connector_extra_config or {})
     stage = "offloading-spec"
     try:
         spec_cls = OffloadingSpecFactory.get_spec_cls(extra)
-        if not extra.get("cpu_bytes_to_use"):
-            raise Exception("cpu_bytes_to_use must be specified in kv_connector_extra_config")
-        tiers = extra.get("secondary_tiers") or []
-        if tiers:
-            stage = "secondary-tiers"
-            from vllm.v1.kv_offload.tiering.factory import SecondaryTierFactory
-
-            if not isinstance(tiers, list):
-                raise ValueError("secondary_tiers must be a list of tier configurations")
-            for tier in tiers:
-                tier_cls = SecondaryTierFactory.get_tier_class(tier)
-                kwargs = {k: v for k, v in tier.items() if k not in ("type", "module_path", "backpressure")}
-                # The keywords SecondaryTierFactory.create_secondary_tier passes; bound to the constructor (not
-                # called: a real fs tier creates root_dir and starts I/O threads).
-                try:
-                    inspect.signature(tier_cls).bind(offloading_spec=None, primary_kv_view=memoryview(b""),
-                                                     tier_type=tier["type"], backpressure_detector=None, **kwargs)
-                except TypeError as exc:
-                    raise TypeError(f"{tier_cls.__name__}.__init__() {exc}") from None
-        stage = "chunks"
-        chunks = chunk_check(cfg, extra)
-        if chunks is not None and chunks["num_chunks"] < 1:
-            raise ValueError(f"cpu_bytes_to_use {chunks['cpu_bytes_to_use']} holds no offload chunk of "
-                             f"{chunks['chunk_bytes']} bytes (CPUOffloadingSpec: num_chunks = cpu_bytes_to_use // "
-                             "aligned chunk bytes = 0)")
-    except Exception as exc:  # the engine's own message, whatever it raised
-        return "rejected", stage, f"{type(exc).__name__}: {exc}", {}
-    info = {"spec": spec_cls.__name__, **(chunks or {})}
+        info["spec"] = spec_cls.__name__
+        if block is None:
+            return "ok", "offloading-spec", f"{spec_cls.__name__} found; chunk figures not computed: {source}", info
+        target = copy.deepcopy(cfg)
+        target.cache_config.block_size = block
+        stage = "offloading-config"
+        config = build_offloading_config(target, kv_cache_config(target, block))
+        stage = "offloading-spec"
+        spec = OffloadingSpecFactory.create_spec(config)
+        info.update(blocks_per_chunk=spec.blocks_per_chunk, tokens_per_chunk=spec.blocks_per_chunk * block,
+                    chunk_bytes=spec.kv_bytes_per_chunk, num_chunks=spec.num_chunks,
+                    cpu_bytes_to_use=int(extra.get("cpu_bytes_to_use") or 0),
+                    eviction_policy=getattr(spec, "eviction_policy", None),
+                    store_threshold=int(extra.get("store_threshold", 0) or 0),
+                    tiers=[{k: v for k, v in t.items()} for t in (getattr(spec, "secondary_tier_configs", None)
+                                                                  or [])])
+        stage = "offload-manager"
+        info["manager"] = build_manager(OffloadingSpecFactory, config, spec.kv_bytes_per_chunk, scratch)
+    except Exception as exc:  # vLLM's own message, whatever it raised
+        return "rejected", stage, words(exc), info
     from vllm.platforms import current_platform
 
     if not (current_platform.is_cuda_alike() or current_platform.is_xpu()):
         try:
             spec_cls.get_worker(types.SimpleNamespace(_worker=None), None)
         except Exception as exc:
-            return "platform", "platform", f"{type(exc).__name__}: {exc}", info
-    return "ok", "offloading-spec", f"{spec_cls.__name__} accepted", info
+            return "platform", "platform", words(exc), info
+    return "ok", "offload-manager", f"{spec_cls.__name__} and {info['manager']} built", info
 
 
-def check(arm, args):
+def check(arm, args, scratch):
     ns, error = parse(args)
     if ns is None:
         return emit(arm, "rejected", "parse", error)
@@ -129,34 +199,42 @@ def check(arm, args):
 
         validate_parsed_serve_args(ns)
     except Exception as exc:
-        return emit(arm, "rejected", "serve-args", f"{type(exc).__name__}: {exc}")
+        return emit(arm, "rejected", "serve-args", words(exc))
     try:
         from vllm.engine.arg_utils import AsyncEngineArgs
 
         cfg = AsyncEngineArgs.from_cli_args(ns).create_engine_config()
     except Exception as exc:
-        text = f"{type(exc).__name__}: {exc}"
-        return emit(arm, "rejected", "engine-config", " ".join(text.split())[:2000])
-    status, stage, message, info = offload_checks(cfg)
-    if status != "rejected" and message == "engine config built":
-        message = f"engine config built (block_size {cfg.cache_config.block_size})"
-    emit(arm, status, stage, message, **info)
+        if PLATFORM["forced"]:  # the forced platform may be what failed: not the arm's fault
+            return emit(arm, "not-checked", "engine-config", f"with the platform forced to {PLATFORM['used']}: "
+                        f"{words(exc)}")
+        return emit(arm, "rejected", "engine-config", words(exc))
+    status, stage, message, info = offload(cfg, os.path.join(scratch, arm))
+    emit(arm, status, stage, message, resolved={"engine": engine_fields(cfg, ns), "offload": info,
+                                                "platform": dict(PLATFORM)})
 
 
 def main():
     request = json.load(sys.stdin)
     try:
         import vllm
+
         version = getattr(vllm, "__version__", "unknown")
+        problem = resolve_platform()
     except Exception as exc:
-        print(MARK + json.dumps({"fatal": f"cannot import vllm: {type(exc).__name__}: {exc}"}), flush=True)
-        return
-    print(MARK + json.dumps({"engine_version": version}), flush=True)
-    for item in request["arms"]:
-        try:
-            check(item["arm"], item["args"])
-        except BaseException as exc:  # one arm's surprise must not hide the others
-            emit(item["arm"], "error", "harness-check", f"{type(exc).__name__}: {exc}")
+        return say({"fatal": f"cannot set up vllm: {words(exc)}"})
+    if problem:
+        return say({"fatal": problem})
+    say({"engine_version": version, "platform": dict(PLATFORM)})
+    scratch = tempfile.mkdtemp(prefix="kvh-validate-")
+    try:
+        for item in request["arms"]:
+            try:
+                check(item["arm"], item["args"], scratch)
+            except BaseException as exc:  # one arm's surprise must not hide the others
+                emit(item["arm"], "error", "harness-check", words(exc))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

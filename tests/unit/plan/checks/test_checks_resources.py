@@ -182,8 +182,8 @@ def test_run_checks_runs_every_check_in_order(tmp_path: Path) -> None:
                      "lengths", "host-headroom", "disk-tier", "disk-tier-cap", "shm", "tier-blocks", "gpu-runtime"]
     assert not has_errors(items)
     assert list(ALL_CHECKS) == ["pinned-image", "arm-order", "tier-offload", "one-dimension", "weight-offload",
-                                "extra-args", "served-name", "lengths", "host-headroom", "disk-tier", "shm",
-                                "tier-blocks", "gpu-runtime", "env-refs", "trace"]
+                                "extra-args", "trtllm-release", "served-name", "lengths", "host-headroom",
+                                "disk-tier", "shm", "tier-blocks", "gpu-runtime", "env-refs", "trace"]
     assert has_errors(run_checks(scenario, host=FakeHostFacts(mem_available=GIB)))
 
 

@@ -140,10 +140,11 @@ def test_run_gate_stops_on_a_rejected_arm(tmp_path: Path) -> None:
     python = fake_engine(tmp_path, [{"arm": "baseline", "status": "ok", "message": "ok"},
                                     {"arm": "cpu-16g", "status": "rejected", "stage": "parse",
                                      "message": "vllm serve: error: unrecognized arguments: --enable-prefix-cashing"}])
-    _items, problem = validation_gate(scenario(), ValidateOptions(python=python, model_dir=str(tmp_path)), tmp_path,
-                                     say=lambda _m: None)
+    _items, problem = validation_gate(scenario(), ValidateOptions(python=python, model_dir=str(tmp_path)),
+                                      tmp_path / "validation.json", say=lambda _m: None)
     assert problem is not None and "unrecognized arguments: --enable-prefix-cashing" in problem
-    assert json.loads((tmp_path / "validation.json").read_text())[1]["status"] == "rejected"
+    record = json.loads((tmp_path / "validation.json").read_text())
+    assert record["state"] == "validated" and record["arms"][1]["status"] == "rejected"
 
 
 def test_plan_validate_exits_2_on_a_rejected_arm(tmp_path: Path) -> None:
