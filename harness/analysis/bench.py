@@ -48,6 +48,7 @@ def synth_table(records: int, chunks: int = 64, seed: int = 7) -> pa.Table:
     values = np.cumsum(gaps)
     values -= np.repeat(np.concatenate([[0], values[offsets[1:-1] - 1]]), n)
     first_token = values[offsets[:-1]]
+    parsed = first_token + rng.gamma(1.5, 0.3e6, records).astype(np.int64)  # the client's own delay, ~0.5 ms
     end = values[offsets[1:] - 1] + 1_000_000
     err = rng.random(records) < 0.01
     kinds = np.full(records, None, dtype=object)
@@ -77,6 +78,8 @@ def synth_table(records: int, chunks: int = 64, seed: int = 7) -> pa.Table:
         "hash_ids": pa.ListArray.from_arrays(pa.array(hash_offsets), pa.array(rng.integers(0, 10**9, int(
             hash_n.sum())), pa.int64())),
         "hash_block_tokens": pa.array(np.full(records, 128), pa.int32()),
+        "first_token_parsed_ns": pa.array(parsed, pa.int64()),
+        "first_token_source": pa.array(np.full(records, "kernel", dtype=object), pa.string()),
     }
     arrays = [columns[f.name] if f.name in columns else pa.nulls(records, f.type) for f in SCHEMA]
     return pa.Table.from_arrays(arrays, schema=SCHEMA)

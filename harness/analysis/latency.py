@@ -2,6 +2,10 @@
 
 All inputs are ``time.perf_counter_ns()`` readings. Per-request ITL is the gaps between consecutive chunk arrivals;
 the gaps of many requests are taken straight from the Arrow list buffers (no Python loop per request).
+
+TTFT is ``first_token_ns - send_ns``: the first token's arrival (see :mod:`harness.rundir.records`). Where the record
+has the parse time too, ``ttft_parsed_ms`` is the TTFT as the parser saw it and ``first_token_client_delay_ms`` the
+client's own delay between the bytes' arrival and their parsing (NaN for older records, which have only one time).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import pyarrow as pa
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 Bool = npt.NDArray[np.bool_]
-DERIVED = ("ok", "ttft_ms", "e2e_ms", "itl_ms_mean", "n_chunks", "output_tokens_eff", "send_lag_ms", "hit_ratio")
+DERIVED = ("ok", "ttft_ms", "e2e_ms", "itl_ms_mean", "n_chunks", "output_tokens_eff", "send_lag_ms", "hit_ratio",
+           "ttft_parsed_ms", "first_token_client_delay_ms")
 
 
 def ns_column(df: pd.DataFrame, name: str) -> tuple[I64, Bool]:
@@ -128,11 +133,13 @@ def chunk_gaps(df: pd.DataFrame) -> Gaps:
 
 def derive_latencies(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``df`` with ``ok``, ``ttft_ms``, ``e2e_ms``, ``itl_ms_mean``, ``n_chunks``, ``output_tokens_eff``,
-    ``send_lag_ms`` and ``hit_ratio`` (cached/prompt tokens) added. Missing timestamps give NaN, never 0.
+    ``send_lag_ms``, ``hit_ratio`` (cached/prompt tokens), ``ttft_parsed_ms`` and ``first_token_client_delay_ms``
+    added. Missing timestamps give NaN, never 0.
     """
     out = df.copy()
     send, send_ok = ns_column(df, "send_ns")
     first_tok, first_ok = ns_column(df, "first_token_ns")
+    parsed, parsed_ok = ns_column(df, "first_token_parsed_ns")
     end, end_ok = ns_column(df, "end_ns")
     planned, planned_ok = ns_column(df, "planned_send_ns")
     stats = chunk_stats(df)
@@ -140,6 +147,8 @@ def derive_latencies(df: pd.DataFrame) -> pd.DataFrame:
     ok = df["error_kind"].isna().to_numpy(dtype=bool) if has_kind else np.ones(len(df), dtype=bool)
     out["ok"] = ok
     out["ttft_ms"] = np.where(send_ok & first_ok, (first_tok - send) / 1e6, np.nan)
+    out["ttft_parsed_ms"] = np.where(send_ok & parsed_ok, (parsed - send) / 1e6, np.nan)
+    out["first_token_client_delay_ms"] = np.where(first_ok & parsed_ok, (parsed - first_tok) / 1e6, np.nan)
     out["e2e_ms"] = np.where(send_ok & end_ok, (end - send) / 1e6, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         out["itl_ms_mean"] = np.where(stats.count >= 2, (stats.last - stats.first) / 1e6 / (stats.count - 1), np.nan)

@@ -7,7 +7,9 @@ Conventions (documented in docs/metrics.md):
   records' own span); ``request_rate`` = requests sent / duration;
 * ``goodput`` = share of all requests that succeeded and met every SLO set: TTFT <= ``ttft_p99_ms``, mean ITL of the
   request <= ``itl_p99_ms``, E2E <= ``e2e_p99_ms`` (with no SLO set, the success share);
-* hit classes by ``cached_tokens / prompt_tokens``: >= 0.9 ``mostly-cached``, > 0 ``partial``, 0 ``recomputed``.
+* hit classes by ``cached_tokens / prompt_tokens``: >= 0.9 ``mostly-cached``, > 0 ``partial``, 0 ``recomputed``;
+* client health: send lag p50/p99 over every request; the first-token client delay (arrival to parse,
+  ``first_token_client_delay_ms``) p50/p95/p99 over every request that has both times (None for older records).
 """
 
 from __future__ import annotations
@@ -23,8 +25,9 @@ from harness.analysis.gapstats import GapStats, gap_stats
 from harness.analysis.latency import float_column
 from harness.analysis.prepare import Prepared, StepsArg, prepare, window_layout
 from harness.config.rules import SloSpec
+from harness.schema.intervals import Percentiles
 from harness.schema.summary import ClientHealth, HitClassLatency, HitTokens, StepSummary
-from harness.stats.grouped import grouped_stats
+from harness.stats.grouped import GroupStats, grouped_stats
 from harness.stats.intervals import DEFAULT_CONFIDENCE
 
 HIT_CLASSES = ("mostly-cached", "partial", "recomputed")
@@ -104,6 +107,15 @@ def _opt_float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float | np.integer | np.floating) else None
 
 
+def _plain_percentiles(stats: GroupStats, group: int) -> Percentiles | None:
+    """p50/p95/p99, mean and count of one group without intervals (a client-health figure); None when empty."""
+    count = int(stats.count[group])
+    if count == 0:
+        return None
+    p50, p95, p99 = (stats.value(group, q) for q in (50.0, 95.0, 99.0))
+    return Percentiles(p50=p50, p95=p95, p99=p99, mean=float(stats.mean[group]), count=count)
+
+
 def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = DEFAULT_CONFIDENCE
               ) -> dict[str, list[StepSummary]]:
     """Step summaries of every arm of ``prep`` (``gaps`` under any window layout of ``prep``)."""
@@ -126,6 +138,7 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = 
     ttft_s = grouped_stats(ttft, code, n, confidence=confidence)
     e2e_s = grouped_stats(np.where(ok, float_column(df, "e2e_ms"), np.nan), code, n, confidence=confidence)
     lag_s = grouped_stats(float_column(df, "send_lag_ms"), code, n, qs=(50.0, 99.0), confidence=None)
+    delay_s = grouped_stats(float_column(df, "first_token_client_delay_ms"), code, n, confidence=None)
     out_tokens = count(np.where(ok, np.nan_to_num(float_column(df, "output_tokens_eff")), 0.0))
     good = count(within_slo(df, slo).astype(np.float64))
     cached = float_column(df, "cached_tokens")
@@ -155,6 +168,7 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = 
             client_cached_tokens=int(cached_sum[g]) if cached_seen[g] else None,
             ttft_by_hit_class=classes[g],
             client=ClientHealth(send_lag_ms_p50=lag_s.value(g, 50.0), send_lag_ms_p99=lag_s.value(g, 99.0)),
+            first_token_delay_ms=_plain_percentiles(delay_s, g),
         ))
     return out
 

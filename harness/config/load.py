@@ -4,7 +4,8 @@
 workers) or ``auto``: start at ``min_processes`` and, after a step whose client health was saturated, double the
 local workers for the next step, up to ``max_processes`` and the host's cores. ``remote_workers`` more workers on
 other machines (``harness load-worker --master HOST:PORT``) join the master at ``master_bind_host:master_port``;
-they need a fixed port. ``saturation_cpu_percent`` / ``saturation_lag_ms`` are the client-health limits.
+they need a fixed port. ``saturation_cpu_percent`` / ``saturation_lag_ms`` / ``first_token_delay_p99_ms`` are the
+client-health limits (a step over any of them is flagged saturated).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ MAX_PROCESSES = 256
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}"
                        r"[A-Za-z0-9])?)*$")
 ANY_HOST = ("*", "0.0.0.0", "::")
+FIRST_TOKEN_DELAY_P99_MS = 20.0  # budget on the first-token client delay (arrival to parse), as saturation_lag_ms
 
 
 def valid_bind_host(host: str) -> bool:
@@ -55,6 +57,9 @@ class LoadSpec(StrictModel):
                                           "share of a core is saturated (0 flags every step)")
     saturation_lag_ms: float = Field(default=20.0, ge=0, le=3_600_000, description="a send-lag p99 above this "
                                      "is saturation (0 flags every step)")
+    first_token_delay_p99_ms: float = Field(default=FIRST_TOKEN_DELAY_P99_MS, ge=0, le=3_600_000, description=(
+        "a p99 of the first-token client delay (a first token's arrival to its parsing by the load generator) above "
+        "this is saturation: the client was too busy to read promptly (0 flags every step)"))
 
     @field_validator("processes")
     @classmethod

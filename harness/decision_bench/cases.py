@@ -67,8 +67,10 @@ def _arms(case: str, disk_dir: str) -> list[dict[str, Any]]:
                                "secondary_tiers": [{"type": "fs", "root_dir": disk_dir, "size_gib": 64}]}}]
 
 
-def scenario(case: str, seed: int, disk_dir: str, step_s: float) -> dict[str, Any]:
-    """The scenario of one rollout of ``case`` with noise and workload seeded by ``seed``."""
+def scenario(case: str, seed: int, disk_dir: str, step_s: float,
+             design: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The scenario of one rollout of ``case`` with noise and workload seeded by ``seed`` (``design``: sequential
+    settings, e.g. ``looks``, over the defaults)."""
     info = CASES[case]
     engine = _engine(seed)
     if case == "tail":
@@ -92,7 +94,7 @@ def scenario(case: str, seed: int, disk_dir: str, step_s: float) -> dict[str, An
                   "levels": ([{"concurrency": 24, "duration_s": step_s}] if case.startswith("aa") else
                              [{"concurrency": 12, "duration_s": step_s}, {"concurrency": 32, "duration_s": step_s}]),
                   "scrape_interval_s": 1, "stream_idle_timeout_s": 30, "drain_timeout_s": 10,
-                  "sequential": {"enabled": info.sequential, "looks": 4, "min_fraction": 0.25}},
+                  "sequential": {"enabled": info.sequential, "looks": 4, "min_fraction": 0.25, **(design or {})}},
         "slo": {"ttft_p99_ms": 8000 * TIME_SCALE, "itl_p99_ms": 1500 * TIME_SCALE},
         "rules": {"window_s": 5, "min_requests_per_window": 3,
                   "noise_floor": {"rerun_baseline": case == "aa-floor"},

@@ -15,11 +15,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import yaml
 
 from harness.decision_bench.cases import CASES, scenario
+from harness.decision_bench.time_to_decision import case_figures
 from harness.run.options import RunOptions
 
 
@@ -40,6 +42,8 @@ class Outcome:
     seconds: float
     run_dir: str
     rules: dict[str, str] = field(default_factory=dict)  # rule (@step) -> status
+    arm_planned_s: float = 0.0  # the tier arm's own steps (the baseline's are the reference every arm shares)
+    arm_used_s: float = 0.0
 
 
 def _mw_flag(run_dir: Path, arm: str, base: str, alpha: float, steps: int) -> bool:
@@ -57,14 +61,14 @@ def _mw_flag(run_dir: Path, arm: str, base: str, alpha: float, steps: int) -> bo
     return False
 
 
-def run_case(case: str, seed: int, out: Path, step_s: float) -> Outcome:
-    """One rollout of one case."""
+def run_case(case: str, seed: int, out: Path, step_s: float, design: dict[str, Any] | None = None) -> Outcome:
+    """One rollout of one case (``design``: sequential settings overriding the case's)."""
     from harness.run.orchestrator import run_rollout
 
     work = out / f"{case}-{seed}"
     work.mkdir(parents=True, exist_ok=True)
     path = work / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario(case, seed, str(work / "kv-tier"), step_s), sort_keys=False),
+    path.write_text(yaml.safe_dump(scenario(case, seed, str(work / "kv-tier"), step_s, design), sort_keys=False),
                     encoding="utf-8")
     started = time.monotonic()
     result = run_rollout(path, RunOptions(out_dir=work / "runs", write_reports=False), say=lambda *_: None)
@@ -80,10 +84,12 @@ def run_case(case: str, seed: int, out: Path, step_s: float) -> Outcome:
                    and r.status != "not-applicable"]
     stat_go = bool(comparisons) and all(r.status == "pass" for r in comparisons)
     hits = next((r.message for r in arm.rules if r.kind == "causal"), "")
+    arm_planned = sum(s.planned_duration_s if s.planned_duration_s is not None else s.duration_s for s in arm.steps)
     return Outcome(case, seed, summary.verdict, arm.decision, tail,
                    _mw_flag(result.run_dir, arm.name, summary.arms[0].name, 0.05, len(arm.steps) or 1), stat_go,
                    hits[:120],
-                   summary.load_time.planned_s, summary.load_time.used_s, seconds, str(result.run_dir), rules)
+                   summary.load_time.planned_s, summary.load_time.used_s, seconds, str(result.run_dir), rules,
+                   arm_planned_s=round(arm_planned, 3), arm_used_s=round(sum(s.duration_s for s in arm.steps), 3))
 
 
 def _rate(flags: list[bool]) -> str:
@@ -145,9 +151,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aa-runs", type=int, default=None, help="A/A rollouts (default 4 x --runs)")
     p.add_argument("--step-s", type=float, default=10.0, help="planned seconds per step (default 10)")
     p.add_argument("--seed", type=int, default=1000, help="first seed")
+    p.add_argument("--looks", type=int, default=None, help="sequential looks per step (default: the scenario "
+                   "default, 4)")
+    p.add_argument("--min-fraction", type=float, default=None, help="the first look's share of a step (default 0.25)")
+    p.add_argument("--figures-json", type=Path, default=None, help="also write the time-to-decision figures "
+                   "(harness.decision_bench.time_to_decision) to this JSON file")
     p.add_argument("--table-from", type=Path, nargs="+", default=None,
                    help="only print the table of earlier runs' outcomes.jsonl files")
     args = p.parse_args(argv)
+    if args.looks is not None and not 2 <= args.looks <= 20:
+        p.error("--looks must be between 2 and 20")
+    if args.min_fraction is not None and not 0 < args.min_fraction < 1:
+        p.error("--min-fraction must be between 0 and 1")
+    if not 1 <= args.runs <= 1000 or (args.aa_runs is not None and not 1 <= args.aa_runs <= 4000):
+        p.error("--runs must be 1..1000 and --aa-runs 1..4000")
+    design = {k: v for k, v in (("looks", args.looks), ("min_fraction", args.min_fraction)) if v is not None}
     if args.table_from:
         rows = [Outcome(**json.loads(line)) for path in args.table_from
                 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -159,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases:
         n = (args.aa_runs or 4 * args.runs) if case.startswith("aa") else args.runs
         for k in range(n):
-            outcome = run_case(case, args.seed + k, args.out, args.step_s)
+            outcome = run_case(case, args.seed + k, args.out, args.step_s, design)
             outcomes.append(outcome)
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(outcome.__dict__) + "\n")
@@ -169,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     text = table(outcomes)
     print(text)
     (args.out / "decision-bench.md").write_text(text + "\n", encoding="utf-8")
+    if args.figures_json is not None:
+        figures = {"design": design or {"looks": 4, "min_fraction": 0.25}, "step_s": args.step_s,
+                   "cases": case_figures(outcomes, judged)}
+        args.figures_json.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -3,9 +3,13 @@
 Two backends with one interface, chosen by ``StepRun.client``:
 
 - ``gevent`` (default): ``geventhttpclient``, the C-parser HTTP client locust's ``FastHttpUser`` uses. Lines
-  are read straight off the parsed body buffer and stamped with ``perf_counter_ns`` as they arrive.
+  are read straight off the parsed body buffer. Each line gets two ``perf_counter_ns`` times: when its bytes
+  arrived (the kernel's receive time of the read that brought them where Linux gives one, else when that read
+  returned: :mod:`harness.load.lines`) and when the parser got to it. Response headers, chunks and the first token
+  are timed by arrival; the first token's parse time is kept too (the client's own delay is the difference).
 - ``httpx``: ``httpx`` over gevent-patched sockets, kept for comparison (``python -m harness.load.bench``
-  measures both; httpx costs several times more client CPU per token).
+  measures both; httpx costs several times more client CPU per token). Its times are those of each chunk's
+  arrival in user space (``readable``).
 
 Failures never raise: they are classified into the record's error kinds (``connection``, ``timeout`` for the
 whole-request limit, ``stalled`` for a silent stream, ``http_4xx``/``http_5xx``, ``malformed_stream``,
@@ -21,18 +25,21 @@ Lines are capped (:mod:`harness.load.lines`): a line without end is a ``malforme
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import gevent
+import gevent.socket
 from geventhttpclient import HTTPClient
+from geventhttpclient.connectionpool import ConnectionPool
 from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 
 from harness.core.net.caps import ERROR_BODY_MAX_BYTES
-from harness.load.lines import LineSplitter, LineTooLong, read_line
-from harness.load.sse import SseDecoder, StreamState, excerpt
+from harness.load.lines import BodyLines, LineSplitter, LineTooLong, StampedSocket
+from harness.load.sse import READABLE, SseDecoder, StreamState, excerpt
 
 MAX_ERROR_BODY = ERROR_BODY_MAX_BYTES
 DRAIN_AFTER_DONE_S = 1.0
@@ -113,17 +120,45 @@ def _status_kind(status: int) -> str:
     return "http_5xx" if status >= 500 else "http_4xx"
 
 
+class StampedPool(ConnectionPool):
+    """geventhttpclient's plain-TCP pool, making :class:`~harness.load.lines.StampedSocket` sockets (every read
+    notes when its bytes arrived), and remembering which socket each greenlet took last: a response read whole with
+    its headers gives its socket back before the client sees it."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._taken: weakref.WeakKeyDictionary[Any, gevent.socket.socket] = weakref.WeakKeyDictionary()
+
+    def _create_tcp_socket(self, family: int, socktype: int, protocol: int) -> gevent.socket.socket:
+        return StampedSocket(family, socktype, protocol)
+
+    def get_socket(self) -> gevent.socket.socket:
+        """A socket from the pool (see geventhttpclient), remembered as the calling greenlet's."""
+        sock = super().get_socket()
+        self._taken[gevent.getcurrent()] = sock
+        return sock
+
+    def taken(self) -> gevent.socket.socket | None:
+        """The socket the calling greenlet took last (None: none)."""
+        return self._taken.get(gevent.getcurrent())
+
+
 class GeventStreamClient:
-    """``geventhttpclient`` backend (``concurrency`` keep-alive connections)."""
+    """``geventhttpclient`` backend (``concurrency`` keep-alive connections; plain TCP ones timed at arrival)."""
 
     def __init__(self, base_url: str, timeouts: Timeouts, concurrency: int = 1) -> None:
         parts = urlsplit(base_url)
         self._prefix = parts.path.rstrip("/")
         self._t = timeouts
-        self._client = HTTPClient(parts.hostname or "127.0.0.1", port=parts.port,
-                                  ssl=parts.scheme == "https", concurrency=concurrency,
-                                  connection_timeout=min(timeouts.connect_s, timeouts.request_s),
-                                  network_timeout=timeouts.idle_s, block_size=16384)
+        host, connect_s = parts.hostname or "127.0.0.1", min(timeouts.connect_s, timeouts.request_s)
+        self._client = HTTPClient(host, port=parts.port, ssl=parts.scheme == "https", concurrency=concurrency,
+                                  connection_timeout=connect_s, network_timeout=timeouts.idle_s, block_size=16384)
+        self._pool: StampedPool | None = None
+        if not self._client.ssl:  # TLS sockets read through their own object: their lines are timed on return
+            port = self._client.port or 80
+            self._pool = StampedPool(host, port, host, port, size=concurrency, connection_timeout=connect_s,
+                                     network_timeout=timeouts.idle_s)
+            self._client._connection_pool = self._pool
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 
     def post_stream(self, path: str, body: bytes, ex: Exchange) -> None:
@@ -136,7 +171,8 @@ class GeventStreamClient:
         try:
             ex.send_ns = time.perf_counter_ns()
             resp = self._client.request("POST", self._prefix + path, body=body, headers=self._headers)
-            ex.first_byte_ns = time.perf_counter_ns()
+            lines = BodyLines(resp, time.perf_counter_ns(), self._pool.taken() if self._pool is not None else None)
+            ex.first_byte_ns = lines.wire_ns
             ex.http_status = resp.status_code
             ctype = str(resp.get("content-type") or "")
             if ex.http_status >= 400:
@@ -147,7 +183,7 @@ class GeventStreamClient:
                 ex.fail("malformed_stream", f"expected text/event-stream, got {ctype or 'no content type'}: "
                                             f"{excerpt(text)}")
             else:
-                self._read_stream(resp, decoder, ex, ex.send_ns + int(self._t.request_s * 1e9))
+                self._read_stream(lines, decoder, ex, ex.send_ns + int(self._t.request_s * 1e9))
         except gevent.Timeout as exc:
             if exc is not limit:
                 raise
@@ -169,16 +205,17 @@ class GeventStreamClient:
             if resp is not None:
                 resp.release()
 
-    def _read_stream(self, resp: object, decoder: SseDecoder, ex: Exchange, deadline_ns: int) -> None:
+    def _read_stream(self, lines: BodyLines, decoder: SseDecoder, ex: Exchange, deadline_ns: int) -> None:
         clock = time.perf_counter_ns
+        read, feed = lines.read, decoder.feed_line
         while True:
-            line = read_line(resp)
+            line = read()
             now = clock()
             if not line:
                 decoder.finish()
                 ex.end_ns = now
                 return
-            if decoder.feed_line(line, now):
+            if feed(line, now, lines.wire_ns, lines.source):
                 ex.end_ns = now
                 break
             if now > deadline_ns:  # a stream without pause never lets the gevent timer fire
@@ -188,7 +225,7 @@ class GeventStreamClient:
         if decoder.state.done:  # read the chunked terminator so the connection can be reused
             with gevent.Timeout(DRAIN_AFTER_DONE_S, False):
                 for _ in range(64):
-                    if not read_line(resp):
+                    if not read():
                         break
 
     def close(self) -> None:
@@ -256,7 +293,7 @@ class HttpxStreamClient:
         for chunk in chunks:  # type: ignore[attr-defined]
             now = clock()
             for line in lines.feed(chunk):
-                if decoder.feed_line(line, now):
+                if decoder.feed_line(line, now, now, READABLE):
                     ex.end_ns = now
                     return
             if now > deadline_ns:
@@ -265,7 +302,7 @@ class HttpxStreamClient:
                 return
         now = clock()
         if lines.rest():
-            decoder.feed_line(lines.rest(), now)
+            decoder.feed_line(lines.rest(), now, now, READABLE)
         decoder.finish()
         ex.end_ns = now
 

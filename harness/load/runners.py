@@ -5,7 +5,10 @@ process group: it imports gevent, locust, pydantic and pyarrow once, then runs o
 on its stdin. The pool
 keeps at most one idle runner; a runner whose step was cancelled or timed out is killed, never reused. Runners
 exit when their stdin closes, and a parent watchdog (:mod:`harness.load.warm_runner`) ends one mid-step when this
-process dies, so they cannot outlive it; :func:`shutdown_runners` (also run at exit) stops them explicitly. Before
+process dies, so they cannot outlive it; :func:`shutdown_runners` (also run at exit) stops them explicitly. The
+runner process itself runs a step's users (``warm_runner`` runs ``locust_runner`` in-process; a step with several
+local processes adds its workers as the runner's children): :func:`prewarm_runner` returns its PID, so a tool
+that measures the load client (``make perf``) pins and samples that process tree without guessing. Before
 that, when steps of this process had remote workers, a runner tells the workers at each master address that the
 run is over (``harness load-worker`` then exits), waiting at most :data:`RUN_OVER_WAIT_S` for them.
 
@@ -47,6 +50,11 @@ class Runner:
 
     proc: subprocess.Popen[bytes]
     log_path: Path
+
+    @property
+    def pid(self) -> int:
+        """The runner's PID: the process that runs a step's users (local workers are its children)."""
+        return self.proc.pid
 
     def alive(self) -> bool:
         """True while the process runs."""
@@ -168,11 +176,21 @@ class RunnerPool:
             if runner in self._all:
                 self._all.remove(runner)
 
-    def prewarm(self) -> None:
-        """Start an idle runner now if there is none (e.g. while the server boots)."""
+    def prewarm(self) -> int | None:
+        """Start an idle runner now if there is none (e.g. while the server boots); the PID of the idle runner
+        the next step takes, or None when it is already gone."""
         with self._lock:
             if not any(r.alive() for r in self._idle):
                 self._idle.append(self._start())
+        return self.idle_pid()
+
+    def idle_pid(self) -> int | None:
+        """The PID of the idle runner the next step takes (:meth:`take`), or None when there is none."""
+        with self._lock:
+            for runner in reversed(self._idle):
+                if runner.alive():
+                    return runner.pid
+        return None
 
     def shutdown(self) -> None:
         """Tell remote workers the run is over, stop every runner and remove their logs."""
@@ -239,9 +257,13 @@ POOL = RunnerPool()
 atexit.register(POOL.shutdown)
 
 
-def prewarm_runner() -> None:
-    """Start a warm load runner in the background so the next step does not wait for its imports."""
-    POOL.prewarm()
+def prewarm_runner() -> int | None:
+    """Start a warm load runner in the background so the next step does not wait for its imports.
+
+    Returns the PID of the idle runner the next step runs in (None when it died at once): the process whose tree
+    does the step's work, for a caller that pins or measures the load client.
+    """
+    return POOL.prewarm()
 
 
 def shutdown_runners() -> None:

@@ -1,10 +1,12 @@
 """Server-sent events of an OpenAI-compatible stream -> per-chunk arrival times, usage and errors.
 
-The decoder is fed one line at a time with the time the line arrived (``perf_counter_ns``), so chunk times
-are the client's receive times, taken on the hot path. It follows the SSE framing (``data:`` lines, events
-ended by a blank line, ``:`` comments, ``event:``/``id:``/``retry:`` fields) and is strict about everything
-else: a line that is no SSE field, a ``data`` payload that is not JSON (other than ``[DONE]``) or not an
-object ends the stream as ``malformed_stream``; an ``{"error": ...}`` event ends it as ``http_5xx`` (or
+The decoder is fed one line at a time with two times (``perf_counter_ns``): when the parser got to the line, and
+when its bytes arrived (the wire time of :mod:`harness.load.lines`, with its source). Chunk times and the first
+token's time are arrival times; the first token's parse time is kept beside them (``first_token_parsed_ns``), so
+the client's own delay (parsed - arrived) can be told from the server's latency. It follows the SSE framing
+(``data:`` lines, events ended by a blank line, ``:`` comments, ``event:``/``id:``/``retry:`` fields) and is strict
+about everything else: a line that is no SSE field, a ``data`` payload that is not JSON (other than ``[DONE]``) or
+not an object ends the stream as ``malformed_stream``; an ``{"error": ...}`` event ends it as ``http_5xx`` (or
 ``http_4xx`` for a 4xx code). A stream that ends without ``[DONE]`` is ``incomplete`` (see :meth:`finish`).
 """
 
@@ -24,6 +26,9 @@ except ImportError:  # pragma: no cover - the standard library does the same, sl
     _loads = json.loads
 
 _FIELDS = (b"event", b"id", b"retry")
+# How a first-token time was taken (the record's ``first_token_source``): the kernel's receive time, the time the
+# read that brought the bytes returned (both from harness.load.lines), or when the parser got to the line.
+KERNEL, READABLE, PARSED = "kernel", "readable", "parsed"
 MAX_DETAIL = 300
 
 
@@ -38,8 +43,10 @@ def excerpt(data: bytes | str, limit: int = 120) -> str:
 class StreamState:
     """What a stream told us so far."""
 
-    chunk_ns: list[int] = field(default_factory=list)
-    first_token_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)  # arrival of every content chunk (wire time)
+    first_token_ns: int | None = None  # arrival of the first content chunk (wire time)
+    first_token_parsed_ns: int | None = None  # when the parser got to it
+    first_token_source: str | None = None  # how first_token_ns was taken (kernel, readable, parsed)
     last_event_ns: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -64,12 +71,14 @@ def _int_or_none(value: Any) -> int | None:
 class SseDecoder:
     """Incremental decoder of one streamed chat or completions response."""
 
-    __slots__ = ("_chat", "_data", "_data_ns", "state")
+    __slots__ = ("_chat", "_data", "_data_ns", "_data_source", "_data_wire_ns", "state")
 
     def __init__(self, api: str) -> None:
         self._chat = api != "completions"
         self._data: list[bytes] = []
-        self._data_ns = 0  # arrival of the event's first data line: when its content was on hand
+        self._data_ns = 0  # parse time of the event's first data line: when its content was on hand
+        self._data_wire_ns = 0  # arrival of that line's bytes
+        self._data_source = PARSED
         self.state = StreamState()
 
     def _fail(self, kind: str, detail: str) -> bool:
@@ -78,18 +87,24 @@ class SseDecoder:
             self.state.error_detail = detail[:MAX_DETAIL]
         return True
 
-    def feed_line(self, line: bytes, t_ns: int) -> bool:
-        """Feed one line (with or without its line ending); return True when the stream has ended."""
+    def feed_line(self, line: bytes, t_ns: int, wire_ns: int | None = None, source: str = PARSED) -> bool:
+        """Feed one line (with or without its line ending) that the parser got to at ``t_ns`` and whose bytes
+        arrived at ``wire_ns`` (taken as ``source``; None: ``t_ns``, source ``parsed``); return True when the stream
+        has ended."""
         line = line.rstrip(b"\r\n")
         if not line:
             if self._data:
                 payload = b"\n".join(self._data)
                 self._data.clear()
-                return self._event(payload, self._data_ns)
+                return self._event(payload)
             return self.state.ended
         if line.startswith(b"data:"):
             if not self._data:
                 self._data_ns = t_ns
+                if wire_ns is None:
+                    self._data_wire_ns, self._data_source = t_ns, PARSED
+                else:
+                    self._data_wire_ns, self._data_source = wire_ns, source
             value = line[5:]
             self._data.append(value[1:] if value.startswith(b" ") else value)
             return False
@@ -100,8 +115,9 @@ class SseDecoder:
             return False
         return self._fail("malformed_stream", f"not an SSE line: {excerpt(line)}")
 
-    def _event(self, payload: bytes, t_ns: int) -> bool:
+    def _event(self, payload: bytes) -> bool:
         st = self.state
+        t_ns = self._data_ns
         st.last_event_ns = t_ns
         if payload.strip() == b"[DONE]":
             st.done = True
@@ -123,9 +139,11 @@ class SseDecoder:
             if not isinstance(choice, dict):
                 return self._fail("malformed_stream", f"choices[0] is not an object: {excerpt(payload)}")
             if self._has_token(choice):
+                wire = self._data_wire_ns
                 if st.first_token_ns is None:
-                    st.first_token_ns = t_ns
-                st.chunk_ns.append(t_ns)
+                    st.first_token_ns, st.first_token_parsed_ns = wire, t_ns
+                    st.first_token_source = self._data_source
+                st.chunk_ns.append(wire)
             reason = choice.get("finish_reason")
             if isinstance(reason, str):
                 st.finish_reason = reason
@@ -167,7 +185,7 @@ class SseDecoder:
         if self._data and not self.state.ended:
             payload = b"\n".join(self._data)
             self._data.clear()
-            self._event(payload, self._data_ns)
+            self._event(payload)
         if not self.state.ended:
             self._fail("incomplete", f"the stream ended without [DONE] after {len(self.state.chunk_ns)} "
                                      "token chunk(s)")

@@ -4,8 +4,10 @@ The parent never imports locust or gevent (they patch the standard library). It 
 file, hands it to a warm runner process (:mod:`harness.load.runners`), waits with bounded polls, relays
 ``cancel`` as SIGINT (then SIGTERM, then SIGKILL to the runner's process group), and reads back the runner's
 small JSON outcome. If the runner died without one, the outcome is rebuilt from the record parts it had
-flushed. Server failures never raise: they are error records, and a server that refuses every
-connection ends the step early with ``error`` set. Bad workload input raises :class:`LoadConfigError`.
+flushed. The step's first-token client delays (arrival to parse, per request) are read back from its record parts,
+whichever process wrote them, for the client-health check (:mod:`harness.load.health`). Server failures never
+raise: they are error records, and a server that refuses every connection ends the step early with ``error`` set.
+Bad workload input raises :class:`LoadConfigError`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from harness.config.load import FIRST_TOKEN_DELAY_P99_MS
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.load.health import assess
+from harness.load.health import assess, delay_percentiles
 from harness.load.runners import POOL, Runner
 from harness.load.spec import ClientKind, RunnerOutcome, StepSpec
 from harness.rundir.parts import count_rows, find_parts, part_prefix
+from harness.schema.intervals import Percentiles
 from harness.schema.summary import ClientHealth
 from harness.workload.plan import LoadConfigError, build_request_plan
 from harness.workload.tokens import TokenCalibration
@@ -71,6 +79,7 @@ class StepRun:
     flush_interval_s: float = 2.0
     saturation_cpu_percent: float = 90.0
     saturation_lag_ms: float = 20.0
+    first_token_delay_p99_ms: float = FIRST_TOKEN_DELAY_P99_MS  # client-health budget (scenario load section)
     # Sequential steps: at each look (seconds after the step started) ``on_look`` is asked whether the step's
     # decision is settled; a reason ends the step's sending early (in-flight requests drain as usual).
     looks_s: list[float] = field(default_factory=list)
@@ -99,6 +108,7 @@ class StepOutcome:
     ended_early: bool = False
     stop_reason: str | None = None
     harness_failure: bool = False  # ``error`` is the load generator's own failure (it died, could not write records)
+    first_token_delay_ms: Percentiles | None = None  # first tokens' arrival to parse in the client (None: no record)
 
 
 def _spec(req: StepRun, outcome_path: Path) -> StepSpec:
@@ -239,10 +249,13 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
         result = RunnerOutcome(start_ns=start_ns, end_ns=now, start_wall_ns=start_wall, end_wall_ns=wall,
                                requests=requests, errors=errors, interrupted=cancelled, harness_failure=True,
                                error=f"the load generator {reason} without an outcome" + (f": {tail}" if tail else ""))
+    delay = delay_percentiles(first_token_delays_ms(new_parts))
     health = assess(cpu_s=result.cpu_s, wall_s=result.wall_s, max_process_cpu_percent=result.max_process_cpu_percent,
                     lag_p50_ms=result.send_lag_ms_p50, lag_p99_ms=result.send_lag_ms_p99,
                     processes=result.processes, cpu_limit=req.saturation_cpu_percent,
-                    lag_limit_ms=req.saturation_lag_ms, workers=result.workers)
+                    lag_limit_ms=req.saturation_lag_ms, workers=result.workers,
+                    first_token_delay=delay,
+                    delay_limit_ms=req.first_token_delay_p99_ms)
     health.plan_fingerprint = result.plan_fingerprint
     warnings = list(result.warnings) + ([health.note] if health.note else [])
     for warning in warnings:
@@ -253,7 +266,25 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
                        errors_by_kind=result.errors_by_kind, warnings=warnings, parts=new_parts,
                        cpu_s=result.cpu_s, processes=result.processes, ended_early=result.ended_early,
                        stop_reason=watch.stop_reason if result.ended_early else None,
-                       harness_failure=result.harness_failure and result.error is not None)
+                       harness_failure=result.harness_failure and result.error is not None,
+                       first_token_delay_ms=delay)
+
+
+DELAY_COLUMNS = ["first_token_ns", "first_token_parsed_ns"]
+
+
+def first_token_delays_ms(parts: list[Path]) -> list[float]:
+    """Per request in ``parts`` with both times: ``first_token_parsed_ns - first_token_ns`` in ms (a part that
+    cannot be read, or that predates the parse time, gives none)."""
+    delays: list[float] = []
+    for part in parts:
+        try:
+            table = pq.read_table(part, columns=DELAY_COLUMNS)
+        except (OSError, pa.ArrowException, KeyError, ValueError):
+            continue
+        diff = pc.drop_null(pc.subtract(table.column("first_token_parsed_ns"), table.column("first_token_ns")))
+        delays += [v / 1e6 for v in diff.to_pylist()]
+    return delays
 
 
 def _read_outcome(path: Path) -> RunnerOutcome | None:

@@ -1,10 +1,11 @@
 """Where the harness's load runner spends its CPU: a py-spy profile of one capacity run, summarised.
 
-``py-spy record --pid RUNNER --format raw`` samples the warm locust runner (non-blocking) while it runs one
-step; the collapsed stacks are kept next to the table, and :func:`summarise` attributes every sample to a
-part of the load path by its innermost recognised frame (JSON decoding, SSE parsing, HTTP reading, gevent
-sockets and hub, request planning, record writing, driver, locust) and lists the functions with the most
-self time. py-spy is optional: without it the summary says so.
+``py-spy record --pid RUNNER --subprocesses --format raw`` samples the warm locust runner (the PID the runner
+pool reports; non-blocking), and the local workers of a multi-process step with it, while it runs one step; the
+collapsed stacks are kept next to the table, and :func:`summarise` attributes every sample to a part of the load
+path by its innermost recognised frame (JSON decoding, SSE parsing, HTTP reading, gevent sockets and hub, request
+planning, record writing, driver, locust) and lists the functions with the most self time. py-spy is optional:
+without it the summary says so.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from pathlib import Path
 PARTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("JSON decoding (json.loads per SSE event)", ("json/decoder.py", "json/__init__.py")),
     ("SSE parsing (harness/load/sse.py)", ("harness/load/sse.py",)),
-    ("HTTP reading (geventhttpclient readline/parser)", ("geventhttpclient/",)),
+    ("HTTP reading (geventhttpclient parser, harness/load/lines.py: lines, arrival times)",
+     ("geventhttpclient/", "harness/load/lines.py")),
     ("record writing (harness/rundir/parts.py, pyarrow)", ("harness/rundir/parts.py", "pyarrow/")),
     ("request planning (synth/text/plan/request)", ("harness/workload/synthesis.py", "harness/workload/text.py",
                                                     "harness/workload/plan.py", "harness/workload/requests.py")),
@@ -96,7 +98,7 @@ def profile_run(pid: int, run: Callable[[], object], raw_path: Path, rate_hz: in
         return "py-spy is not installed (pip install py-spy) : no profile"
     raw_path.parent.mkdir(parents=True, exist_ok=True)
     spy = subprocess.Popen([exe, "record", "--pid", str(pid), "--rate", str(rate_hz), "--format", "raw",
-                            "--nonblocking", "-o", str(raw_path)], stdout=subprocess.DEVNULL,
+                            "--subprocesses", "--nonblocking", "-o", str(raw_path)], stdout=subprocess.DEVNULL,
                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         time.sleep(0.5)  # let py-spy attach before the step starts

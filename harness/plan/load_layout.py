@@ -42,7 +42,8 @@ class LoadLayout:
         return {"processes": self.processes, "remote_workers": spec.remote_workers,
                 "master_bind_host": spec.master_bind_host, "master_port": spec.master_port or 0,
                 "worker_wait_s": spec.worker_wait_s, "saturation_cpu_percent": spec.saturation_cpu_percent,
-                "saturation_lag_ms": spec.saturation_lag_ms}
+                "saturation_lag_ms": spec.saturation_lag_ms,
+                "first_token_delay_p99_ms": spec.first_token_delay_p99_ms}
 
     def after_step(self, client: ClientHealth, what: str) -> ClientHealth:
         """The step's client health with its layout note; with ``processes: auto``, more processes after a

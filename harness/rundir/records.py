@@ -3,7 +3,14 @@
 Clocks: every ``*_ns`` field is ``time.perf_counter_ns()`` (CLOCK_MONOTONIC on Linux, shared by all processes on a
 host) unless its name ends in ``_wall_ns`` (``time.time_ns()``, only for lining requests up with scrapes).
 Raw chunk arrival times are kept; TTFT and inter-token latency are computed afterwards
-(:func:`harness.rundir.records.derived_latencies`).
+(:func:`harness.analysis.latency.derive_latencies`).
+
+Arrival times (``first_byte_ns``, ``first_token_ns``, ``chunk_ns``) are when the bytes reached the client: the
+kernel's receive time where the platform gives one, else when the read that brought them returned
+(:mod:`harness.load.lines`); ``first_token_source`` says which for the first token (``kernel``, ``readable``, or
+``parsed`` where only the parse time was known). ``first_token_parsed_ns`` is when the client's parser got to the
+first token: ``first_token_parsed_ns - first_token_ns`` is the client's own delay. Records written before these
+columns existed have them empty: their arrival times are parse times.
 """
 
 from __future__ import annotations
@@ -58,6 +65,8 @@ class RequestRecord:
     drill: str | None = None
     drill_phase: str | None = None
     attempt: int = 1  # per arm and step: 1 for the first try, 2 for the redo after a resume, ... (rundir.attempts)
+    first_token_parsed_ns: int | None = None  # when the client's parser got to the first token
+    first_token_source: str | None = None  # how first_token_ns was taken: kernel | readable | parsed (None: older)
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict for Arrow/JSON."""
@@ -75,4 +84,5 @@ SCHEMA = pa.schema([
     ("http_status", pa.int32()), ("error_kind", pa.string()), ("error_detail", pa.string()),
     ("response_id", pa.string()), ("hash_ids", pa.list_(pa.int64())), ("hash_block_tokens", pa.int32()),
     ("drill", pa.string()), ("drill_phase", pa.string()), ("attempt", pa.int32()),
+    ("first_token_parsed_ns", pa.int64()), ("first_token_source", pa.string()),
 ])

@@ -61,7 +61,8 @@ def _write_parts(run: RunDir, rows: pd.DataFrame) -> None:
                              None if pd.isna(phase) else str(phase))
         folder = run.records_dir(str(arm))
         folder.mkdir(parents=True, exist_ok=True)
-        table = pa.Table.from_pandas(part.drop(columns=["superseded"]), schema=SCHEMA, preserve_index=False)
+        table = pa.Table.from_pandas(part.drop(columns=["superseded"]).reindex(columns=SCHEMA.names), schema=SCHEMA,
+                                     preserve_index=False)
         pq.write_table(table, folder / f"{prefix}-test-{n:05d}.parquet")
 
 

@@ -91,12 +91,12 @@ def test_capacity_rows_keep_best_run_and_report_missing_peer() -> None:
 
 def test_fidelity_rows_pool_runs_and_judge_p99() -> None:
     paced = CapacityResult()
-    paced.runs[(HARNESS_TOOL, 64)] = [_run(HARNESS_TOOL, 1000, 1.0, [1.0] * 99 + [3.0]),
-                                      _run(HARNESS_TOOL, 1000, 1.0, [1.0] * 99 + [3.0])]
+    paced.runs[(HARNESS_TOOL, 64)] = [_run(HARNESS_TOOL, 1000, 1.0, [0.5] * 99 + [3.0]),
+                                      _run(HARNESS_TOOL, 1000, 1.0, [0.5] * 99 + [3.0])]
     rows = fidelity_rows(paced, CapacityResult(), 64)
-    median, p99 = rows
-    assert median.value == pytest.approx(1.0)
-    assert p99.goal is not None and p99.passed is True and p99.value is not None and p99.value < 5
+    median, p99 = rows[:2]
+    assert median.value == pytest.approx(0.5)
+    assert p99.goal is not None and p99.passed is True and p99.value is not None and p99.value < 1
     empty = fidelity_rows(CapacityResult(), CapacityResult(), 64)
     assert empty[1].passed is False and empty[1].error
 
@@ -105,11 +105,11 @@ def test_fidelity_notes_only_when_the_goal_is_missed() -> None:
     from harness.perf.rows import fidelity_notes
 
     good = CapacityResult()
-    good.runs[(HARNESS_TOOL, 64)] = [_run(HARNESS_TOOL, 1000, 1.0, [1.0] * 100)]
+    good.runs[(HARNESS_TOOL, 64)] = [_run(HARNESS_TOOL, 1000, 1.0, [0.5] * 100)]
     assert fidelity_notes(good, 64) == []
     bad = CapacityResult()
     slow = ClientRun(tool=HARNESS_TOOL, workload=Workload(64, 100), completed=100, errors=0, tokens=1000,
-                     window_s=10.0, cpu_s=1.0, ttft_errors_ms=[1.0] * 90 + [20.0] * 10,
+                     window_s=10.0, cpu_s=1.0, ttft_errors_ms=[0.5] * 90 + [20.0] * 10,
                      ttft_sent_ns=list(range(100)), run_queue_wait_s=4.0)
     bad.runs[(HARNESS_TOOL, 64)] = [slow]
     (note,) = fidelity_notes(bad, 64)
