@@ -82,8 +82,8 @@ def _planned_vs_resolved_offload(index: int, arm: Arm, engine: EngineSpec, got: 
     if arm.tier == "gpu-only":
         found = []
         if off is not None:
-            found.append(f"connector {off.connector}" + (f" with cpu_bytes_to_use {_tier_bytes(off)}"
-                                                         if _tier_bytes(off) else ""))
+            size = _tier_bytes(off)
+            found.append(f"connector {off.connector}" + (f" with cpu_bytes_to_use {size}" if size else ""))
         if got.engine.kv_offloading_size_gib is not None:
             found.append(f"kv_offloading_size {got.engine.kv_offloading_size_gib:g} GiB")
         return [f"a gpu-only arm must resolve to no KV connector and no offload size, but vLLM resolved "

@@ -127,8 +127,9 @@ def validate_scenario(scenario: Scenario, opts: ValidateOptions | None = None) -
         return []  # the simulator has no code of its own; an external server's live config is checked instead
     specs: list[tuple[LaunchSpec, EngineSpec]] = []
     for arm in scenario.arms:
+        arm_engine = scenario.engine_for(arm)
         try:
-            specs.append((build_launch_spec(scenario.engine_for(arm), arm), scenario.engine_for(arm)))
+            specs.append((build_launch_spec(arm_engine, arm), arm_engine))
         except ValueError:
             continue  # the plan reports it as a launch-spec error
     names = [s.arm for s, _ in specs]
@@ -149,15 +150,17 @@ def validate_scenario(scenario: Scenario, opts: ValidateOptions | None = None) -
         env["HF_HOME"] = engine.model_cache_dir
     redact = Redactor([*secret_values(engine.env), *scenario_secret_values(scenario)])  # flag values too
     script = script_text(SCRIPTS[engine.kind])
-    try:
-        proc = subprocess.run(_command(engine, target, docker, opts, script), input=json.dumps(request),
+
+    def check(gpus: bool) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(_command(engine, target, docker, opts, script, gpus=gpus), input=json.dumps(request),
                               capture_output=True, text=True, env=env, timeout=opts.timeout_s, check=False)
+
+    try:
+        proc = check(gpus=True)
         if docker and engine.gpus and proc.returncode != 0 and _no_gpu_runtime(proc.stderr):
             notes = [*notes, f"docker could not give the check the GPUs (--gpus {engine.gpus}: "
                      f"{' '.join(proc.stderr.split())[:200]}); it ran without them"]
-            proc = subprocess.run(_command(engine, target, docker, opts, script, gpus=False),
-                                  input=json.dumps(request), capture_output=True, text=True, env=env,
-                                  timeout=opts.timeout_s, check=False)
+            proc = check(gpus=False)
     except subprocess.TimeoutExpired:
         return not_checked(names, f"the check did not finish within {opts.timeout_s:g} s", where)
     except OSError as exc:
