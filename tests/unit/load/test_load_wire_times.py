@@ -7,6 +7,7 @@ reports when each of its writes began and returned; every wait has a timeout and
 from __future__ import annotations
 
 import json
+import os
 import select
 import socket
 import subprocess
@@ -15,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 
 import gevent
+import gevent.select
 import gevent.socket
 import pytest
 
@@ -28,8 +30,8 @@ needs_kernel_stamps = pytest.mark.skipif(not KERNEL_STAMPS, reason="no SO_TIMEST
 HEAD = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
         b"connection: keep-alive\r\n\r\n")
 SERVER_DELAY_S = 0.02  # the server answers this long after the request arrived
-BUSY_S = 0.08  # the client's loop is held this long, from before the answer arrives
-GAP_S = 0.2  # the second token follows the first this much later: after the client is free again
+BUSY_S = 0.08  # the client's loop is held this long after the server's write (see _hold_the_loop)
+GAP_S = 0.5  # the second token follows the first this much later: after the client is free again
 
 
 def _chunk(data: bytes) -> bytes:
@@ -61,14 +63,13 @@ while b"\r\n\r\n" not in data and len(data) < 1 << 16:
     if not got:
         sys.exit(1)
     data += got
+print("request", flush=True)
 time.sleep(delay_s)
-times = []
 for part, pause in ((first, gap_s), (rest, 0.0)):
     began = time.perf_counter_ns()
     conn.sendall(part)
-    times.append(f"{began} {time.perf_counter_ns()}")
+    print(began, time.perf_counter_ns(), flush=True)  # at once: a held client waits for this line
     time.sleep(pause)
-print(" ".join(times), flush=True)
 conn.recv(1)
 """
 
@@ -81,20 +82,59 @@ class Server:
     def __init__(self, gap_s: float) -> None:
         first, rest = HEAD + _token("a"), _token("b") + _sse(b"[DONE]") + b"0\r\n\r\n"
         self.proc = subprocess.Popen([sys.executable, "-c", SERVER, first.hex(), rest.hex(), str(gap_s),
-                                      str(SERVER_DELAY_S)], stdout=subprocess.PIPE, text=True)
+                                      str(SERVER_DELAY_S)], stdout=subprocess.PIPE)
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], 30.0)
-        assert ready, "the test server did not start"
-        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}"
+        self._fd, self._buf = self.proc.stdout.fileno(), b""
+        self.requested = False
         self.writes: list[tuple[int, int]] = []
+        port = self._line(30.0, select.select)
+        assert port is not None, "the test server did not start"
+        self.url = f"http://127.0.0.1:{int(port)}"
+
+    def _line(self, timeout_s: float, wait: Callable[..., tuple[list[int], list[int], list[int]]]) -> str | None:
+        """The server's next report line (unbuffered reads, so no line waits in a buffer select cannot see)."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not wait([self._fd], [], [], left)[0]:
+                return None
+            got = os.read(self._fd, 4096)
+            if not got:
+                return None
+            self._buf += got
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode("ascii")
+
+    def _note(self, line: str) -> None:
+        if line == "request":
+            self.requested = True
+        else:
+            began, returned = (int(v) for v in line.split())
+            self.writes.append((began, returned))
+
+    def wait_for_request(self, timeout_s: float = 10.0) -> bool:
+        """Wait, letting other greenlets run (the client sends meanwhile), until the server has read the request."""
+        while not self.requested:
+            line = self._line(timeout_s, gevent.select.select)
+            if line is None:
+                return False
+            self._note(line)
+        return True
+
+    def wait_for_write(self, k: int, timeout_s: float = 10.0) -> bool:
+        """Block (the whole thread: a gevent hub calling this is held) until write ``k`` has returned, or the
+        bounded wait ends; reads the write times reported so far."""
+        deadline = time.monotonic() + timeout_s
+        while len(self.writes) <= k:
+            line = self._line(max(0.0, deadline - time.monotonic()), select.select)
+            if line is None:
+                return False
+            self._note(line)
+        return True
 
     def finish(self) -> None:
-        """Read the write times (bounded wait) and stop the server."""
-        assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], 10.0)
-        if ready:
-            values = [int(v) for v in self.proc.stdout.readline().split()]
-            self.writes = list(zip(values[::2], values[1::2], strict=True))
+        """Read the remaining write times (bounded wait) and stop the server."""
+        self.wait_for_write(1)
         self.stop()
 
     def stop(self) -> None:
@@ -124,24 +164,28 @@ def serve() -> Iterator[Callable[..., Server]]:
         srv.stop()
 
 
-def _hold_the_loop(seconds: float) -> Callable[[], None]:
-    """A greenlet body that waits a moment (the request goes out), then holds the hub for ``seconds``."""
+def _hold_the_loop(srv: Server, after_write: int, seconds: float) -> Callable[[], None]:
+    """A greenlet body that lets the request go out, then holds the hub until the server has made write
+    ``after_write`` and ``seconds`` more: the client is busy when those bytes arrive, however slowly a loaded host
+    schedules either process (no fixed sleep decides the overlap)."""
     def hold() -> None:
-        gevent.sleep(0.002)
+        srv.wait_for_request()  # cooperative: the client greenlet sends the request meanwhile
+        srv.wait_for_write(after_write)  # a blocking wait: the hub cannot run the client meanwhile
         end = time.perf_counter() + seconds
         while time.perf_counter() < end:  # bounded busy loop: the client is "loaded"
             pass
     return hold
 
 
-def _exchange(srv: Server, busy_s: float) -> Exchange:
+def _exchange(srv: Server, busy_s: float, hold_until_write: int = 0) -> Exchange:
     client = make_client("gevent", srv.url, Timeouts(request_s=5.0, idle_s=2.0, connect_s=2.0))
     ex = Exchange(api="completions")
-    hog = gevent.spawn(_hold_the_loop(busy_s))
+    hog = gevent.spawn(_hold_the_loop(srv, hold_until_write, busy_s)) if busy_s else None
     try:
         client.post_stream("/v1/completions", b"{}", ex)
     finally:
-        hog.join(timeout=5.0)
+        if hog is not None:
+            hog.join(timeout=15.0)
         client.close()
         srv.finish()
     assert len(srv.writes) == 2
@@ -157,8 +201,8 @@ def test_a_busy_client_times_the_first_token_at_its_arrival(serve: Callable[...,
     assert st.first_token_source == KERNEL
     assert st.first_token_ns is not None and st.first_token_parsed_ns is not None
     assert srv.at_write(st.first_token_ns, 0)  # within 1 ms of the server's send
-    # the parser got to it only once the loop was free again: tens of milliseconds later
-    assert st.first_token_parsed_ns - st.first_token_ns > (BUSY_S - SERVER_DELAY_S) / 2 * 1e9
+    # the parser got to it only once the loop was free again: at least BUSY_S after the bytes arrived
+    assert st.first_token_parsed_ns - st.first_token_ns >= BUSY_S * 1e9
     assert ex.first_byte_ns == st.first_token_ns == st.chunk_ns[0]  # headers and first token came together
     assert srv.at_write(st.chunk_ns[1], 1)  # the second token: read at once, also timed at arrival
     assert ex.send_ns <= st.first_token_ns <= st.first_token_parsed_ns <= (ex.end_ns or 0)
@@ -169,7 +213,7 @@ def test_a_first_token_left_unread_until_the_next_arrived_is_timed_no_earlier(se
     """The limit of TCP receive times: both writes arrive while the client is held, Linux merges them and keeps the
     newest time. The first token is then timed at the second's arrival: late, never earlier than it arrived."""
     srv = serve(gap_s=0.02)
-    ex = _exchange(srv, BUSY_S)
+    ex = _exchange(srv, BUSY_S, hold_until_write=1)  # held until both writes were made
     st = ex.st
     assert st.first_token_source == KERNEL and st.first_token_ns is not None
     assert srv.at_write(st.first_token_ns, 1)  # the newest segment's arrival
