@@ -17,12 +17,20 @@ when that is a tier arm; otherwise it follows the first tier arm that broke the 
 the baseline itself did not run, and when any arm was stopped by the harness's own failure (phase ``harness``:
 never the tier's fault; the run is incomplete until ``--resume`` redoes it).
 Exit codes: go 0, no-go 1, hold 3, failed 4, slo-unmet 5.
+
+Reasons come deciding rule first, every rule's sentence kept: for ``go`` the improvement that cleared
+``min_improvement`` x the noise floor (earns its keep), then the comparisons that showed no harm, then the rest; for
+``no-go`` the harm (a regression first, then failures, budgets, tier-health vetoes); for ``hold`` what is missing,
+cause before credit (no own-tier hits, the fit screen, the improvement not shown, then what could not be judged),
+an unresolved comparison followed by what more load would settle it. The verdict's sentence names the recommended
+(or the breaking) arm's break-even load when one was computed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from harness.schema.summary import EXIT_CODES, ArmFailure, ArmSummary, Decision, RuleResult, Verdict
 
@@ -48,9 +56,56 @@ def mark_shared(rules: Sequence[RuleResult], shared_budgets: set[str]) -> list[R
             if r.kind == "budget" and r.status == "breach" and r.rule in shared_budgets else r for r in rules]
 
 
+# The order reasons are given in: the rule that decided comes first (for ``go`` the improvement that cleared its
+# limit; for ``no-go`` the harm; for ``hold`` what is missing), then the rest by how directly they bear on it.
+# Within a kind, rules keep their evaluation order (a regression rule's steps rise).
+_HARM_ORDER = {"regression": 0, "errors": 1, "budget": 2, "tier_health": 3}
+_HOLD_ORDER = {("causal", "breach"): 0, ("fit", "breach"): 1, ("earns_keep", "breach"): 2,
+               ("earns_keep", "unresolved"): 3, ("regression", "unresolved"): 4, ("errors", "unresolved"): 5,
+               ("budget", "breach"): 6, ("budget", "unresolved"): 7}
+_PASS_ORDER = {"earns_keep": 0, "regression": 1, "errors": 2, "causal": 3, "fit": 4, "budget": 5, "tier_health": 6}
+
+
+def _hold_rank(r: RuleResult) -> int:
+    """Cause before credit: no causal path or a fit-screen warning first, then the improvement not shown, then what
+    could not be judged."""
+    return _HOLD_ORDER.get((r.kind, r.status), len(_HOLD_ORDER))
+
+
+Role = Literal["veto", "hold", "shared", "warning", "pass", "none"]
+
+
+def _role(r: RuleResult) -> Role:
+    """What one deciding rule result does to a tier arm's decision."""
+    if r.kind == "tier_health" and not r.critical:
+        return "warning" if r.status in ("breach", "unresolved") else "none"
+    if r.status == "breach":
+        if r.kind == "budget" and r.shared_with_baseline:
+            return "shared"
+        if r.kind in HOLD_KINDS or (r.kind == "budget" and not r.critical):
+            return "hold"
+        return "veto"
+    if r.status == "unresolved":
+        return "hold"
+    return "pass" if r.status == "pass" else "none"
+
+
+def first_hold(rules: Sequence[RuleResult]) -> RuleResult | None:
+    """The rule that holds a ``hold`` arm: its first reason (None when nothing holds it)."""
+    holds = [r for r in rules if not r.dry_run and _role(r) == "hold"]
+    return min(holds, key=_hold_rank) if holds else None
+
+
+def _ranked(items: list[tuple[RuleResult, str]], rank: Callable[[RuleResult], int]) -> list[str]:
+    return [text for _, text in sorted(items, key=lambda item: rank(item[0]))]
+
+
 def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rules: Sequence[RuleResult],
-               prev_name: str | None) -> tuple[Decision, list[str]]:
-    """The decision and its reasons (sentences with numbers) for one arm (``rules`` marked by :func:`mark_shared`)."""
+               prev_name: str | None, hints: Mapping[tuple[str, int | None], str] | None = None
+               ) -> tuple[Decision, list[str]]:
+    """The decision and its reasons (sentences with numbers) for one arm (``rules`` marked by :func:`mark_shared`),
+    the deciding rule first. ``hints``: by (rule, step), what more load would settle an open comparison
+    (:func:`harness.decision.effects.settle_hints`); appended to the reason of that unresolved rule."""
     if failure is not None and failure.phase == "harness":
         return "failed", [f"not judged: the harness itself failed (not the server, not the tier): {failure.message}; "
                           "`harness run --resume` redoes this arm"]
@@ -58,38 +113,39 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         return "failed", [f"could not be judged: failed during {failure.phase}: {failure.message}"]
     if not ran:
         return "skipped", ["not run (excluded by --only, or the run stopped before it)"]
+    hints = hints or {}
     deciding = [r for r in rules if not r.dry_run]
     dry = [f"(dry run, not deciding) {r.rule}: {r.message}" for r in rules if r.dry_run and r.status == "breach"]
     if is_baseline:
         breaches = [f"{r.rule}: {r.message}" for r in deciding if r.status == "breach"]
         return "baseline", ["the GPU-only baseline every tier is compared with", *breaches, *dry]
-    vetoes: list[str] = []
-    holds: list[str] = []
+    vetoes: list[tuple[RuleResult, str]] = []
+    holds: list[tuple[RuleResult, str]] = []
     shared: list[str] = []
     warnings: list[str] = []  # tier-health warnings: reported, never deciding
     for r in deciding:
-        if r.kind == "tier_health" and not r.critical:
-            if r.status in ("breach", "unresolved"):
-                warnings.append(f"warning (not deciding) — {r.rule}: {r.message}")
-            continue
-        if r.status == "breach":
-            if r.kind == "budget" and r.shared_with_baseline:
-                shared.append(f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this budget too: the "
-                              "SLO is not met by any arm, so the tier is not the cause")
-            elif r.kind in HOLD_KINDS:
-                holds.append(f"{r.rule}: {r.message}")
-            elif r.kind == "budget" and not r.critical:
-                holds.append(f"{r.rule} (not critical): {r.message}")
-            else:
-                tag = "critical rule " if r.critical else ""
-                vetoes.append(f"{tag}{r.rule}: {r.message}")
-        elif r.status == "unresolved":
-            holds.append(f"{r.rule} unresolved: {r.message}")
+        role = _role(r)
+        if role == "warning":
+            warnings.append(f"warning (not deciding) — {r.rule}: {r.message}")
+        elif role == "shared":
+            shared.append(f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this budget too: the "
+                          "SLO is not met by any arm, so the tier is not the cause")
+        elif role == "veto":
+            vetoes.append((r, f"{'critical rule ' if r.critical else ''}{r.rule}: {r.message}"))
+        elif role == "hold" and r.status == "unresolved":
+            hint = hints.get((r.rule, r.step))
+            holds.append((r, f"{r.rule} unresolved: {r.message}" + (f" — to settle it: {hint}" if hint else "")))
+        elif role == "hold":
+            not_critical = " (not critical)" if r.kind == "budget" else ""
+            holds.append((r, f"{r.rule}{not_critical}: {r.message}"))
+    held = _ranked(holds, _hold_rank)
     if vetoes:
-        return "no-go", [*vetoes, *holds, *shared, *warnings, *dry]
+        return "no-go", [*_ranked(vetoes, lambda r: _HARM_ORDER.get(r.kind, len(_HARM_ORDER))), *held, *shared,
+                         *warnings, *dry]
     if holds:
-        return "hold", [*holds, *shared, *warnings, *dry]
-    passes = [f"{r.rule}: {r.message}" for r in deciding if r.status == "pass"]
+        return "hold", [*held, *shared, *warnings, *dry]
+    passes = _ranked([(r, f"{r.rule}: {r.message}") for r in deciding if r.status == "pass"],
+                     lambda r: _PASS_ORDER.get(r.kind, len(_PASS_ORDER)))
     if shared:
         return "slo-unmet", [*shared, *passes, *warnings, *dry]
     return "go", [*passes, *warnings, *dry] or ["no rule objected"]
@@ -115,11 +171,12 @@ def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
         breaker = arm
         break
     if recommended != arms[0].name:
+        shipped = next(a for a in arms if a.name == recommended)
         tail = f"; the next tier ({breaker.name}) is {breaker.decision}" if breaker is not None else ""
-        return VerdictResult("go", recommended, f"ship {recommended}{tail}")
+        return VerdictResult("go", recommended, f"ship {recommended}{_break_even(shipped)}{tail}")
     if breaker is None:
         return VerdictResult("hold", recommended, "the scenario has no tier arm that ran to decide on")
-    first = breaker.reasons[0] if breaker.reasons else breaker.decision
+    first = (breaker.reasons[0] if breaker.reasons else breaker.decision) + _break_even(breaker, "; ")
     if breaker.decision == "no-go":
         return VerdictResult("no-go", recommended, f"keep {recommended}: {breaker.name} is no-go ({first})")
     if breaker.decision == "slo-unmet":
@@ -129,3 +186,10 @@ def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:
                              f"({first})")
     return VerdictResult("hold", recommended, f"keep {recommended} for now: {breaker.name} is {breaker.decision} "
                          f"({first})")
+
+
+def _break_even(arm: ArmSummary, sep: str = " — ") -> str:
+    """The arm's break-even load for the verdict line ('' when none was computed)."""
+    if arm.break_even is None or not arm.break_even.text:
+        return ""
+    return f"{sep}break-even of {arm.name}: {arm.break_even.text}"

@@ -9,20 +9,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from harness.config.arms import Arm
-from harness.config.rules import BudgetRule, SloSpec
+from harness.config.rules import BudgetRule, RegressionRule, SloSpec
 from harness.config.scenario import Scenario
 from harness.decision.evidence import StepSample, regression_step, step_sample
 from harness.decision.rules.budget import WindowValue, evaluate_budget
 from harness.decision.rules.causal import own_tier_hits
 from harness.decision.rules.errors import evaluate_errors
-from harness.decision.rules.keep import evaluate_earns_keep
+from harness.decision.rules.keep import KeepEvaluation, judge_earns_keep
 from harness.decision.rules.tier_health import evaluate_tier_health
 from harness.schema.summary import RuleResult, StepSummary
 from harness.schema.windows import WindowPoint, window_key
 from harness.stats.error_rates import regression_alpha
+from harness.stats.intervals import min_samples_to_resolve
 
 
 @dataclass
@@ -112,25 +115,91 @@ def floor_at(floors: Mapping[int, float] | None, step: int) -> float:
     return floors.get(step, max(floors.values()))
 
 
-def regression_results(scenario: Scenario, arm: Arm, mine: ArmData, base: ArmData, *, looks: int = 1,
-                       floors: Mapping[int, float] | None = None) -> list[RuleResult]:
-    """Every regression rule, step by step against the baseline."""
+@dataclass(frozen=True)
+class RegressionComparison:
+    """One regression rule at one step: its result (after :func:`_judged_steps_decide`), the step's noise floor,
+    the samples on each side and the samples that resolve the rule's percentile at its test level."""
+
+    rule: RegressionRule
+    step: StepSummary
+    result: RuleResult
+    floor: float
+    n_mine: int
+    n_base: int
+    needed: int
+
+
+def regression_comparisons(scenario: Scenario, arm: Arm, mine: ArmData, base: ArmData, *, looks: int = 1,
+                           floors: Mapping[int, float] | None = None) -> list[RegressionComparison]:
+    """Every regression rule, step by step against the baseline, with what each comparison rested on."""
     slo, n_levels = scenario.slo, len(scenario.steps.levels)
-    out: list[RuleResult] = []
+    out: list[RegressionComparison] = []
     base_samples = base.samples(slo)
     for reg in scenario.rules.regression:
         if not _applies(reg.arms, arm):
             continue
         alpha_each = regression_alpha(reg.alpha, n_levels, looks)
+        need = max(reg.min_samples, min_samples_to_resolve(reg.percentile / 100.0, 1.0 - 2.0 * alpha_each))
         per_step = []
+        made: list[tuple[StepSummary, float, int, int]] = []
         for step in mine.steps:
             theirs = base_samples.get(step.index)
             if theirs is None:
                 continue
-            verdict = regression_step(reg, step.index, step.label, mine.samples(slo)[step.index], theirs,
-                                      alpha_each, floor_at(floors, step.index))
+            ours = mine.samples(slo)[step.index]
+            floor = floor_at(floors, step.index)
+            verdict = regression_step(reg, step.index, step.label, ours, theirs, alpha_each, floor)
             per_step.append((verdict.result, verdict.judged))
-        out += _judged_steps_decide(per_step)
+            made.append((step, floor, _finite(ours.metric(reg.metric)), _finite(theirs.metric(reg.metric))))
+        for result, (step, floor, n_a, n_b) in zip(_judged_steps_decide(per_step), made, strict=True):
+            out.append(RegressionComparison(reg, step, result, floor, n_a, n_b, need))
+    return out
+
+
+def _finite(values: npt.NDArray[np.float64]) -> int:
+    return int(np.count_nonzero(~np.isnan(values)))
+
+
+def regression_results(scenario: Scenario, arm: Arm, mine: ArmData, base: ArmData, *, looks: int = 1,
+                       floors: Mapping[int, float] | None = None) -> list[RuleResult]:
+    """Every regression rule, step by step against the baseline."""
+    return [c.result for c in regression_comparisons(scenario, arm, mine, base, looks=looks, floors=floors)]
+
+
+@dataclass
+class ArmEvaluation:
+    """One arm's rule results, its windows with rules marked, the budget rules it breached, and the comparisons
+    behind the results (for the effect table: :mod:`harness.decision.effects`)."""
+
+    results: list[RuleResult]
+    windows: list[WindowPoint]
+    breached: set[str]
+    regressions: list[RegressionComparison] = field(default_factory=list)
+    keep: KeepEvaluation | None = None
+    keep_versus: str | None = None
+
+
+def evaluate_arm(scenario: Scenario, arm: Arm, index: int, mine: ArmData, base: ArmData, prev: ArmData | None,
+                 wins: list[WindowPoint], *, looks: int = 1, floors: Mapping[int, float] | None = None
+                 ) -> ArmEvaluation:
+    """All rule results for the arm, with the comparisons they rest on."""
+    results, marked = budget_results(scenario, arm, wins, mine.steps)
+    out = ArmEvaluation(results, marked, {r.rule for r in results if r.status == "breach"})
+    if index > 0:
+        out.regressions = regression_comparisons(scenario, arm, mine, base, looks=looks, floors=floors)
+        results += [c.result for c in out.regressions]
+        if prev is not None:
+            rules = scenario.rules
+            results.append(evaluate_errors(rules.max_error_rate, mine.steps, prev.steps, prev.name))
+            if rules.earns_keep is not None:
+                out.keep = judge_earns_keep(rules.earns_keep, mine.steps, mine.samples(scenario.slo),
+                                            prev.samples(scenario.slo), prev.name,
+                                            n_steps=len(scenario.steps.levels), looks=looks, floors=floors)
+                out.keep_versus = prev.name
+                results.append(out.keep.result)
+            if rules.require_own_tier_hits:
+                results.append(own_tier_hits(arm, mine.steps, prev.steps, prev.name))
+        results.append(evaluate_tier_health(scenario.rules.tier_health, arm.name, arm.tier, mine.steps))
     return out
 
 
@@ -138,19 +207,5 @@ def evaluate_arm_rules(scenario: Scenario, arm: Arm, index: int, mine: ArmData, 
                        wins: list[WindowPoint], *, looks: int = 1, floors: Mapping[int, float] | None = None
                        ) -> tuple[list[RuleResult], list[WindowPoint], set[str]]:
     """All rule results for the arm, its windows with rules marked, and the budget rules it breached."""
-    results, marked = budget_results(scenario, arm, wins, mine.steps)
-    breached = {r.rule for r in results if r.status == "breach"}
-    if index > 0:
-        results += regression_results(scenario, arm, mine, base, looks=looks, floors=floors)
-        if prev is not None:
-            rules = scenario.rules
-            results.append(evaluate_errors(rules.max_error_rate, mine.steps, prev.steps, prev.name))
-            if rules.earns_keep is not None:
-                results.append(evaluate_earns_keep(rules.earns_keep, mine.steps, mine.samples(scenario.slo),
-                                                   prev.samples(scenario.slo), prev.name,
-                                                   n_steps=len(scenario.steps.levels), looks=looks,
-                                                   floors=floors))
-            if rules.require_own_tier_hits:
-                results.append(own_tier_hits(arm, mine.steps, prev.steps, prev.name))
-        results.append(evaluate_tier_health(scenario.rules.tier_health, arm.name, arm.tier, mine.steps))
-    return results, marked, breached
+    ev = evaluate_arm(scenario, arm, index, mine, base, prev, wins, looks=looks, floors=floors)
+    return ev.results, ev.windows, ev.breached

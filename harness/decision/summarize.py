@@ -15,10 +15,12 @@ import pandas as pd
 
 from harness.config import load_scenario
 from harness.config.scenario import Scenario
+from harness.decision.break_even import break_even
 from harness.decision.capacity_summary import capacity_section
 from harness.decision.decide import decide_arm, mark_shared, verdict
 from harness.decision.drills import drill_results
-from harness.decision.evaluate import ArmData, evaluate_arm_rules
+from harness.decision.effects import budget_hints, effect_rows, mark_deciding, settle_hints
+from harness.decision.evaluate import ArmData, ArmEvaluation, evaluate_arm
 from harness.decision.live_config import live_config_checks
 from harness.decision.noise_floor import noise_floor, statistics_note
 from harness.decision.rules.causal import fit_rule
@@ -176,19 +178,20 @@ def rebuild_summary(run_dir: Path) -> Summary:
     floor = noise_floor(scenario, tables, data[0], df, confidence)
     looks = scenario.steps.sequential.looks if scenario.steps.sequential.enabled else 1
     floors = floor.per_step if floor is not None else None
-    evaluated = []
+    evaluated: list[ArmEvaluation] = []
     for index, arm in enumerate(scenario.arms):
         prev = data[index - 1] if index > 0 else None
-        rules, wins, breaches = evaluate_arm_rules(scenario, arm, index, data[index], data[0], prev,
-                                                   wins_by_arm[arm.name], looks=looks, floors=floors)
-        evaluated.append((rules, wins, breaches))
+        evaluated.append(evaluate_arm(scenario, arm, index, data[index], data[0], prev, wins_by_arm[arm.name],
+                                      looks=looks, floors=floors))
     base_summary = _arm_summary(scenario, 0, events, manifest, run, data[0], evaluated[0], [])
+    validation = read_validation(run.validation)
     fit = fit_screen(scenario, base_summary, checks, reuse_share(_hash_lists(data[0].df)),
-                     _typical_prefix_tokens(df[df["arm"] != scenario.arms[0].name] if not df.empty else df))
+                     _typical_prefix_tokens(df[df["arm"] != scenario.arms[0].name] if not df.empty else df),
+                     tier_steps={d.name: d.steps for d in data[1:]}, validation=validation)
     fit_results = [fit_rule(fit)] if scenario.rules.fit_screen_decides else []
     arms = [base_summary]
     for index in range(1, len(scenario.arms)):
-        shared = evaluated[0][2] | evaluated[index - 1][2]
+        shared = evaluated[0].breached | evaluated[index - 1].breached
         arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
                                  fit_results, shared))
     outcome = verdict(arms)
@@ -205,7 +208,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
         verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,
         slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks,
-        validation=read_validation(run.validation), drills=drills,
+        validation=validation, drills=drills,
         noise_floor=floor, capacity=capacity, load_time=_load_time([a.steps for a in arms] + extra_steps),
         statistics=statistics_note(scenario, looks),
         warnings=warnings, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),
@@ -218,18 +221,26 @@ def _hash_lists(base_df: pd.DataFrame) -> list[Any]:
 
 
 def _arm_summary(scenario: Scenario, index: int, events: list[ArmEvent], manifest: dict[str, Any],
-                 run: RunDir, data: ArmData, evaluated: tuple[list[RuleResult], list[WindowPoint], set[str]],
+                 run: RunDir, data: ArmData, evaluated: ArmEvaluation,
                  extra_rules: list[RuleResult], shared: set[str] | None = None) -> ArmSummary:
     arm = scenario.arms[index]
     ran, failure, _info = _arm_status(events, arm.name)
-    rules, wins, _breaches = evaluated
-    rules = mark_shared([*rules, *extra_rules], shared or set()) if index > 0 else rules
+    rules = mark_shared([*evaluated.results, *extra_rules], shared or set()) if index > 0 else evaluated.results
+    keep = scenario.rules.earns_keep
+    effects = effect_rows(evaluated, baseline=scenario.arms[0].name,
+                          min_improvement=keep.min_improvement if keep is not None else None) \
+        if index > 0 and failure is None else []  # an arm that could not be judged has no effect table
     decision, reasons = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(data.steps),
-                                   rules=rules, prev_name=scenario.arms[index - 1].name if index > 0 else None)
+                                   rules=rules, prev_name=scenario.arms[index - 1].name if index > 0 else None,
+                                   hints={**settle_hints(effects),
+                                          **budget_hints(scenario.rules.budgets, rules, data.steps,
+                                                         scenario.rules.confidence)})
+    effects = mark_deciding(effects, decision, rules)
     return ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
                       cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
                       launch=_launch_record(manifest, arm.name, run, scenario.engine_for(arm).effective_launcher),
-                      steps=data.steps, rules=rules, windows=wins, failure=failure)
+                      steps=data.steps, rules=rules, windows=evaluated.windows, failure=failure, effects=effects,
+                      break_even=break_even(effects, data.steps))
 
 
 def _finished_at(events: list[ArmEvent]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,10 @@ class HostFacts(Protocol):
         """Free bytes in the host's ``/dev/shm`` (None when there is none)."""
         ...
 
+    def gpu_memory_bytes(self) -> int | None:
+        """The memory of this host's smallest NVIDIA GPU (None when no GPU answers)."""
+        ...
+
     def environ(self) -> Mapping[str, str]:
         """The harness's environment (what ``${NAME}`` in ``engine.env`` resolves from)."""
         ...
@@ -50,6 +55,16 @@ def nearest_existing(path: Path) -> Path:
             break
         p = p.parent
     return Path("/")
+
+
+GPU_QUERY_TIMEOUT_S = 10.0
+
+
+def smallest_gpu_bytes(smi_output: str) -> int | None:
+    """The smallest ``memory.total`` (MiB, one GPU per line) of ``nvidia-smi --query-gpu`` output, in bytes; None
+    when no line is a number."""
+    sizes = [int(line.strip()) for line in smi_output.splitlines()[:64] if line.strip().isdigit()]
+    return min(sizes) << 20 if sizes else None
 
 
 class OsHostFacts:
@@ -77,6 +92,17 @@ class OsHostFacts:
         shm = Path("/dev/shm")
         return int(shutil.disk_usage(shm).free) if shm.is_dir() else None
 
+    def gpu_memory_bytes(self) -> int | None:
+        smi = shutil.which("nvidia-smi")
+        if smi is None:
+            return None
+        try:
+            out = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                                 capture_output=True, text=True, timeout=GPU_QUERY_TIMEOUT_S, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return smallest_gpu_bytes(out)
+
     def environ(self) -> Mapping[str, str]:
         return os.environ
 
@@ -92,6 +118,7 @@ class FakeHostFacts:
     gpu: tuple[bool, str] = (True, "fake GPU runtime")
     shm_free: int | None = 256 << 30
     env: dict[str, str] = field(default_factory=dict)
+    gpu_memory: int | None = None
 
     def mem_available_bytes(self) -> int:
         return self.mem_available
@@ -107,6 +134,9 @@ class FakeHostFacts:
 
     def shm_free_bytes(self) -> int | None:
         return self.shm_free
+
+    def gpu_memory_bytes(self) -> int | None:
+        return self.gpu_memory
 
     def environ(self) -> Mapping[str, str]:
         return self.env

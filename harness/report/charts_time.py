@@ -195,11 +195,41 @@ class TrendSeries:
     cis: list[QuantileCI | None] | None = None  # the values' intervals (None: not recorded)
 
 
-def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequence[TrendSeries]) -> Chart:
-    """p99 TTFT per arm across runs (oldest left), for the results index."""
+@dataclass(frozen=True)
+class TrendMarker:
+    """A change point on the trend: a vertical line just before run ``x`` (0 = oldest), in ``series``' colour."""
+
+    x: int
+    series: int  # index into the chart's series (its colour); -1: grey
+    label: str
+
+
+MARKER_STYLE = (0, (3, 2))
+
+
+def _markers(ax: Axes, markers: Sequence[TrendMarker], runs: int) -> None:
+    stacked: dict[int, int] = {}
+    for m in markers:
+        if not 0 < m.x < runs:
+            continue
+        colour = arm_colour(m.series) if m.series >= 0 else "#666666"
+        ax.axvline(m.x - 0.5, color=colour, linestyle=MARKER_STYLE, linewidth=1.1)
+        row = stacked.get(m.x, 0)
+        stacked[m.x] = row + 1
+        ax.text(m.x - 0.45 + 0.3 * row, 0.98, short(m.label, 40), transform=ax.get_xaxis_transform(), rotation=90,
+                ha="left", va="top", fontsize=6.5, color=colour,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.75, "pad": 0.6})
+
+
+def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequence[TrendSeries],
+                markers: Sequence[TrendMarker] = ()) -> Chart:
+    """p99 TTFT per arm across runs (oldest left), for the results index; ``markers``: change points found."""
     caption = ("p99 TTFT at each arm's highest load step, per run of this scenario (oldest left), with its "
                "confidence interval; an open triangle is a p99 the step could only bound from below (at least). "
                "A gap means the run lacks that arm or the figure.")
+    if markers:
+        caption += (" Dashed verticals mark change points in this scenario's history (in the arm's colour, before "
+                    "the first run at the new level; label: arm, measure and after/before ratio), listed below.")
     if not run_labels or not any(v is not None for s in series for v in s.values):
         return Chart(name, title, caption, None, "No run has a p99 TTFT to plot.")
     with chart_style(name):
@@ -210,6 +240,7 @@ def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequen
             pts = charts_ci.split([float(x) for x in range(len(s.values))], s.values, cis)
             charts_ci.draw(ax, pts, arm_colour(i))
             ax.plot([], [], color=arm_colour(i), marker="o", markersize=3.5, linewidth=1.4, label=short(s.arm, 24))
+        _markers(ax, markers, len(run_labels))
         step = max(1, len(run_labels) // 12)
         ticks = list(range(0, len(run_labels), step))
         ax.set_xticks(ticks, [short(run_labels[t], 16) for t in ticks], rotation=30, ha="right", fontsize=7.5)

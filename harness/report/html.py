@@ -1,4 +1,5 @@
-"""``report.html``: the self-contained page a reviewer reads (verdict, fit screen, arms, charts, drills, launch)."""
+"""``report.html``: the self-contained page a reviewer reads (verdict, effect sizes and break-even, fit screen, arms,
+charts, drills, launch)."""
 
 from __future__ import annotations
 

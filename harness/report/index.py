@@ -1,5 +1,7 @@
-"""``results/index.html`` and ``index.json``: every run with its verdict, date, scenario and engine, and a trend of
-p99 TTFT per arm across the runs of each scenario (for scheduled CI).
+"""``results/index.html``, ``index.json`` and ``drift.md``: every run with its verdict, date, scenario and engine, a
+trend of p99 TTFT per arm across the runs of each scenario (for scheduled CI), and the change points of each
+scenario's history per arm and deciding measure (:mod:`harness.report.drift`): marked on the trend, listed in the
+page, carried in ``index.json`` under ``drift``, and written as Markdown to ``drift.md`` for a CI job summary.
 
 Only the immediate sub-folders of the results folder that hold a ``summary.json`` are runs; one whose summary
 cannot be read (corrupt, nested too deep, not a regular file, or anything else that goes wrong with it) is listed
@@ -10,18 +12,31 @@ as unreadable with the reason instead of stopping the index. :func:`refresh_inde
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.boundary import short_message
 from harness.report.charts import Chart
-from harness.report.charts_time import TrendSeries, trend_chart
+from harness.report.charts_time import TrendMarker, TrendSeries, trend_chart
+from harness.report.drift import (
+    DriftPoint,
+    DriftReport,
+    DriftSeries,
+    change_text,
+    engine_image,
+    image_text,
+    marker_label,
+    p_text,
+    scenario_drift,
+    step_measures,
+    top_steps,
+)
 from harness.report.fmt import top_step
 from harness.report.links import safe_href
 from harness.report.load import ReportInputError, load_summary_file
-from harness.report.templating import html_env, slug
+from harness.report.templating import html_env, md_env, slug
 from harness.report.writers import html_safe_json, write_files
 from harness.rundir.layout import REPORT_HTML, RunDir
 from harness.schema.intervals import QuantileCI
@@ -30,6 +45,7 @@ from harness.schema.summary import Summary
 MAX_RUNS = 2000        # runs listed (newest first); older ones are counted, not listed
 MAX_TREND_RUNS = 60    # runs per scenario in a trend chart (newest)
 MAX_REASON = 400       # characters of an unreadable run's reason kept in the index
+_DRIFT_TEXT = {"change_text": change_text, "p_text": p_text, "image_text": image_text}
 
 
 class IndexEntry(BaseModel):
@@ -51,6 +67,9 @@ class IndexEntry(BaseModel):
     ttft_p99_ms: dict[str, float | None] = Field(default_factory=dict)  # per arm, at its highest-load step
     ttft_p99_ci: dict[str, QuantileCI | None] = Field(default_factory=dict)  # the same figures' intervals and n
     ttft_p99_count: dict[str, int] = Field(default_factory=dict)  # requests behind each figure
+    image: str | None = None  # the engine image (tag@digest where recorded)
+    top_step: dict[str, str] = Field(default_factory=dict)  # per arm, the label of its highest-load step
+    step_measures: dict[str, dict[str, dict[str, float | None]]] = Field(default_factory=dict)  # arm/step/measure
 
 
 @dataclass(frozen=True)
@@ -60,6 +79,8 @@ class ScenarioTrend:
     scenario: str
     runs: int
     chart: Chart
+    drift: list[DriftPoint] = field(default_factory=list)  # change points found in the charted runs
+    drift_series: list[DriftSeries] = field(default_factory=list)  # every history looked at
 
 
 def _unreadable(run_dir: Path, reason: str) -> IndexEntry:
@@ -91,7 +112,8 @@ def _from_summary(run_dir: Path, s: Summary, href: str | None) -> IndexEntry:
         counts[arm.name] = top.ttft_ms.count if top is not None else 0
     return IndexEntry(run_dir=run_dir.name, href=href, ok=True, run_id=s.run_id, started_at=s.started_at,
                       scenario=s.scenario, engine=s.engine, model=s.model, simulated=s.simulated, verdict=s.verdict,
-                      recommended_arm=s.recommended_arm, ttft_p99_ms=trend, ttft_p99_ci=cis, ttft_p99_count=counts)
+                      recommended_arm=s.recommended_arm, ttft_p99_ms=trend, ttft_p99_ci=cis, ttft_p99_count=counts,
+                      image=engine_image(s), top_step=top_steps(s), step_measures=step_measures(s))
 
 
 def scan_runs(results_dir: Path) -> tuple[list[IndexEntry], int]:
@@ -116,7 +138,7 @@ def _is_run(path: Path) -> bool:
 
 
 def scenario_trends(entries: list[IndexEntry]) -> list[ScenarioTrend]:
-    """One p99 TTFT trend per scenario, oldest run left, arms in first-seen order."""
+    """One p99 TTFT trend per scenario, oldest run left, arms in first-seen order, change points marked."""
     by_scenario: dict[str, list[IndexEntry]] = {}
     for e in entries:
         if e.ok and e.scenario is not None:
@@ -130,20 +152,49 @@ def scenario_trends(entries: list[IndexEntry]) -> list[ScenarioTrend]:
         series = [TrendSeries(arm=a, values=[e.ttft_p99_ms.get(a) for e in runs],
                               cis=[e.ttft_p99_ci.get(a) for e in runs]) for a in arms]
         labels = [(e.started_at or e.run_dir)[:16] for e in runs]
-        chart = trend_chart(f"trend-{n}-{slug(scenario)}", f"p99 TTFT per arm: {scenario}", labels, series)
-        trends.append(ScenarioTrend(scenario=scenario, runs=len(runs), chart=chart))
+        drift_series, drift = _drift(scenario, runs)
+        markers = [TrendMarker(x=p.run_index, series=arms.index(p.arm) if p.arm in arms else -1,
+                               label=marker_label(p)) for p in drift]
+        chart = trend_chart(f"trend-{n}-{slug(scenario)}", f"p99 TTFT per arm: {scenario}", labels, series, markers)
+        trends.append(ScenarioTrend(scenario=scenario, runs=len(runs), chart=chart, drift=drift,
+                                    drift_series=drift_series))
     return trends
 
 
+def _drift(scenario: str, runs: list[IndexEntry]) -> tuple[list[DriftSeries], list[DriftPoint]]:
+    try:
+        return scenario_drift(scenario, runs)
+    except Exception as exc:  # drift is a by-product: the index goes on without it
+        note = f"drift not computed: {short_message(exc)}"
+        return [DriftSeries(scenario=scenario, engine=None, model=None, arm="", measure="", step="", runs=len(runs),
+                            tested=False, note=note)], []
+
+
+def drift_report(trends: list[ScenarioTrend]) -> DriftReport:
+    """The change points and histories of every scenario, for index.json and drift.md."""
+    return DriftReport(max_runs=MAX_TREND_RUNS, points=[p for t in trends for p in t.drift],
+                       series=[s for t in trends for s in t.drift_series])
+
+
+def drift_markdown(report: DriftReport) -> str:
+    """``drift.md``: the change points as a Markdown table (for a CI job summary)."""
+    return md_env().get_template("index_drift.md.j2").render(report=report, **_DRIFT_TEXT)
+
+
 def write_index(results_dir: Path) -> dict[str, Path]:
-    """Write ``index.html`` and ``index.json`` into ``results_dir``; returns name -> path."""
+    """Write ``index.html``, ``index.json`` and ``drift.md`` into ``results_dir``; returns name -> path."""
     entries, left_out = scan_runs(results_dir)
     trends = scenario_trends(entries)
-    html = html_env().get_template("index.html.j2").render(entries=entries, trends=trends, left_out=left_out)
-    data = {"runs": [e.model_dump() for e in entries], "left_out": left_out}
+    drift = drift_report(trends)
+    hrefs = {e.run_dir: e.href for e in entries if e.href}
+    html = html_env().get_template("index.html.j2").render(entries=entries, trends=trends, left_out=left_out,
+                                                           drift=drift, hrefs=hrefs, **_DRIFT_TEXT)
+    data = {"runs": [e.model_dump() for e in entries], "left_out": left_out, "drift": drift.model_dump()}
     text = html_safe_json(json.dumps(data, indent=2, ensure_ascii=False)) + "\n"
+    markdown = drift_markdown(drift)
     return write_files({"html": (results_dir / "index.html", lambda: html),
-                        "json": (results_dir / "index.json", lambda: text)})
+                        "json": (results_dir / "index.json", lambda: text),
+                        "drift": (results_dir / "drift.md", lambda: markdown)})
 
 
 def refresh_index(results_dir: Path) -> str | None:

@@ -1,8 +1,10 @@
 """``junit.xml``: rules, decisions and drills as test cases, so a CI test view shows what failed.
 
 Layout: a ``run`` suite (the verdict, pre-flight checks, fit screen) and one suite per arm (the arm's decision, one
-case per rule result, one per drill on that arm). Every suite carries ``simulated``, ``verdict`` and the run's
-identity as properties.
+case per rule result, one per drill on that arm). The decision's message gives the reasons deciding rule first; its
+system-out starts with the arm's break-even load and effect table (every deciding comparison per step with its
+interval, limit and outcome), and its properties carry ``break_even``, ``break_even_status`` and ``deciding_effect``.
+Every suite carries ``simulated``, ``verdict`` and the run's identity as properties.
 
 Mapping (the exit code carries the verdict; JUnit explains it without failing a build on a hold):
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from harness.report.effects import break_even_line, effect_lines, effect_views
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
 from harness.report.validation import validation_banner, validation_rows
@@ -143,21 +146,42 @@ def _top_props(arm: ArmSummary) -> dict[str, str]:
     return props
 
 
-def _decision_case(suite: _Suite, arm: ArmSummary) -> None:
+def _effects_text(arm: ArmSummary, confidence: float) -> str:
+    """The arm's effect table and break-even load, as lines (decision's system-out)."""
+    lines = effect_lines(arm, confidence)
+    be = break_even_line(arm)
+    head = ([be] if be else []) + (["effect sizes (deciding comparisons per step):"] if lines else [])
+    return "\n".join([*head, *(f"  {line}" for line in lines)])
+
+
+def _effect_props(arm: ArmSummary) -> dict[str, str]:
+    props: dict[str, str] = {}
+    if arm.break_even is not None:
+        props.update({"break_even_status": arm.break_even.status, "break_even": arm.break_even.text})
+    decided = [v for v in effect_views(arm) if v.deciding]
+    if decided:
+        props["deciding_effect"] = "; ".join(f"{v.step} {v.measure} {v.ratio} ({v.outcome})" for v in decided)
+    return props
+
+
+def _decision_case(suite: _Suite, arm: ArmSummary, confidence: float = 0.95) -> None:
     reasons = " ".join(arm.reasons) or "no reason recorded"
     name = "decision"
-    figures = _figures(arm)
+    figures = "\n\n".join(t for t in (_effects_text(arm, confidence), _figures(arm)) if t)
+    props = _effect_props(arm) or None
     if arm.decision in _BAD:
         body = reasons
         if arm.failure is not None:
             body += f"\n\nfailed during {arm.failure.phase}: {arm.failure.message}"
             if arm.failure.log_tail:
                 body += "\n\nlast log lines:\n" + "\n".join(arm.failure.log_tail)
-        suite.case(arm.name, name, outcome="failure", message=f"{arm.decision}: {reasons}", body=body, out=figures)
+        suite.case(arm.name, name, outcome="failure", message=f"{arm.decision}: {reasons}", body=body, out=figures,
+                   props=props)
     elif arm.decision in ("hold", "skipped", "slo-unmet"):
-        suite.case(arm.name, name, outcome="skipped", message=f"{arm.decision}: {reasons}", out=figures)
+        suite.case(arm.name, name, outcome="skipped", message=f"{arm.decision}: {reasons}", out=figures, props=props)
     else:
-        suite.case(arm.name, name, out=f"{arm.decision}: {reasons}" + (f"\n\n{figures}" if figures else ""))
+        suite.case(arm.name, name, out=f"{arm.decision}: {reasons}" + (f"\n\n{figures}" if figures else ""),
+                   props=props)
 
 
 def _drill_case(suite: _Suite, drill: DrillResult, decision: str | None) -> None:
@@ -250,7 +274,7 @@ def render_junit(summary: Summary) -> str:
         suite = _Suite(root, f"arm {arm.name}", {**props, "arm": arm.name, "tier": arm.tier,
                                                  "decision": arm.decision, **_top_props(arm)},
                        time_s=sum(s.duration_s for s in arm.steps))
-        _decision_case(suite, arm)
+        _decision_case(suite, arm, summary.statistics.confidence)
         for rule in arm.rules:
             _rule_case(suite, arm, rule)
         for drill in summary.drills:

@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.core.version import __version__
-from harness.report import fmt, fmt_ci, validation
+from harness.report import effects, fmt, fmt_ci, validation
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _NEWLINES = re.compile(r"[\r\n]+")
@@ -71,6 +71,8 @@ def _common(env: Environment) -> Environment:
         "ratio_view": fmt_ci.ratio_view, "evidence": fmt_ci.evidence_text, "threshold_text": fmt_ci.threshold_text,
         "stats_legend": fmt_ci.legend, "load_time_text": fmt_ci.load_time_text,
         "validation_banner": validation.validation_banner, "validation_rows": validation.validation_rows,
+        "effect_arms": effects.effect_arms, "effect_views": effects.effect_views,
+        "break_even_line": effects.break_even_line, "effects_legend": effects.LEGEND,
     })
     return env
 

@@ -41,7 +41,8 @@ class LiveOutput:
         self.console.print(f"[dim]{elapsed:7.1f}s[/] {self.shown(message)}", highlight=False, soft_wrap=True)
 
     def finish(self, result: Any) -> None:
-        """The verdict, where the report is, and what to do next."""
+        """The verdict (with the recommended or breaking arm's break-even load), each arm's first reason (the rule
+        that decided it) and break-even load, where the report is, and what to do next."""
         summary = result.summary
         if summary is None:
             self.console.print(self.shown(result.message, multiline=True), highlight=False)
@@ -56,6 +57,9 @@ class LiveOutput:
             first = arm.reasons[0] if arm.reasons else ""
             self.console.print(f"  {self.shown(arm.name):20} {self.shown(arm.decision):8} {self.shown(first)}",
                                highlight=False, soft_wrap=True)
+            if arm.break_even is not None and arm.break_even.text:
+                self.console.print(f"  {'':20} {'':8} break-even: {self.shown(arm.break_even.text)}",
+                                   highlight=False, soft_wrap=True)
         root = result.run_dir
         self.console.print(f"report: {self.shown(root / 'report.html')}\nsummary: {self.shown(root / 'summary.json')}"
                            f"  (exit code {summary.exit_code})", highlight=False)

@@ -23,7 +23,10 @@ from harness.schema.tier_health import TierHealth
 from harness.schema.validation import ValidationRecord
 from harness.schema.windows import WindowPoint
 
-SCHEMA_VERSION = 3
+# 4: per tier arm ``effects`` (the deciding comparisons per step) and ``break_even``; additive, so summaries of
+# versions 1-3 read as before (the new fields default to empty), while a harness that reads 3 refuses a 4 by its
+# version (every part forbids unknown fields) instead of by an unknown field.
+SCHEMA_VERSION = 4
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
@@ -69,6 +72,9 @@ class ServerStep(_Model):
     offload_load_bytes: float | None = None
     disk_read_bytes: float | None = None
     disk_write_bytes: float | None = None
+    # the GPU KV cache the server reported (vllm:cache_config_info num_gpu_blocks / block_size); None: not exposed
+    num_gpu_blocks: int | None = None
+    gpu_block_size: int | None = None
     scrapes: int = 0
     scrape_errors: int = 0
     missing: list[str] = Field(default_factory=list)
@@ -158,6 +164,56 @@ class RuleResult(_Model):
     shared_with_baseline: bool = False  # a budget breach the baseline shares (the SLO's problem, not the tier's)
 
 
+EffectOutcome = Literal["improvement shown", "short of the limit", "worse shown", "harm shown", "within limit",
+                        "not settled", "not judged"]
+
+
+class EffectRow(_Model):
+    """One deciding comparison of a tier arm at one step, as the rule that made it measured it.
+
+    ``test`` ``improvement`` (earns its keep): the arm against the arm without its newest tier, > 1 = better; it
+    is shown when the interval's lower end reaches ``limit`` (``min_improvement`` x the step's noise floor).
+    ``harm`` (a regression rule): the arm's percentile over the baseline's, > 1 = worse; harm is shown when the
+    lower end exceeds ``limit`` (``max_ratio`` x floor), within the limit when the upper end is at most
+    ``pass_limit`` (``max_ratio`` / floor). The interval is the rule's own (its family's confidence)."""
+
+    rule: str
+    test: Literal["improvement", "harm"]
+    measure: str
+    step: int
+    label: str = ""
+    concurrency: int | None = None
+    rate_rps: float | None = None
+    versus: str
+    interval: RatioCI
+    limit: float | None = None
+    pass_limit: float | None = None
+    limit_text: str = ""  # how the limit was made: "min_improvement 1.05 x noise floor 1.018"
+    floor: float = 1.0  # the step's noise floor (A/A) the limit includes; 1 = none measured
+    outcome: EffectOutcome
+    deciding: bool = False  # the comparison that decided the arm (its first reason)
+    n: int | None = None  # this arm's requests in the comparison
+    n_versus: int | None = None
+    source: str = ""  # where the figure came from (records, step, method)
+    settle: str | None = None  # a comparison the evidence did not settle: what more load would, as measured
+
+
+class BreakEven(_Model):
+    """Where along the rising steps a tier arm starts to pay, from its per-step comparisons (:class:`EffectRow`).
+
+    ``improvement_from``: the row at the lowest step where an improvement is shown; ``harm_up_to``: the row at the
+    highest step where harm is shown (a regression rule's breach, or a measure shown worse than the arm without the
+    tier beyond the noise floor)."""
+
+    status: Literal["helps-everywhere", "crossover", "helps-from", "harm-only", "never-shown", "mixed"]
+    improvement_from: EffectRow | None = None
+    harm_up_to: EffectRow | None = None
+    improvement_steps: list[str] = Field(default_factory=list)  # step labels, in load order
+    harm_steps: list[str] = Field(default_factory=list)
+    steps: list[str] = Field(default_factory=list)  # every step compared, in load order
+    text: str = ""
+
+
 class LaunchRecord(_Model):
     """How the arm's server was started (secrets redacted)."""
 
@@ -213,6 +269,8 @@ class ArmSummary(_Model):
     rules: list[RuleResult] = Field(default_factory=list)
     windows: list[WindowPoint] = Field(default_factory=list)
     failure: ArmFailure | None = None
+    effects: list[EffectRow] = Field(default_factory=list)  # the deciding comparisons per step (tier arms)
+    break_even: BreakEven | None = None  # where the tier starts to pay (tier arms with compared steps)
 
 
 class NoiseFloorItem(_Model):

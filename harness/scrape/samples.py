@@ -19,8 +19,8 @@ from harness.scrape.series import ScrapeSeries, load_scrapes, series_from_bodies
 from harness.scrape.tier_health import step_tier_health
 from harness.stats.intervals import DEFAULT_CONFIDENCE, quantile_ranks
 
-__all__ = ["ScrapeSeries", "describe_missing", "load_scrapes", "series_from_bodies", "server_percentiles",
-           "step_server_stats"]
+__all__ = ["ScrapeSeries", "cache_config_blocks", "describe_missing", "load_scrapes", "series_from_bodies",
+           "server_percentiles", "step_server_stats"]
 
 HIT_QUANTITIES = {"hit_tokens.gpu": "gpu", "hit_tokens.cpu": "cpu", "hit_tokens.disk": "disk",
                   "recomputed_tokens": "miss", "prompt_tokens": "prompt", "hit_tokens.total": "cached"}
@@ -34,6 +34,9 @@ _QUIET_WHEN_NOT_EXPOSED = {"cpu_tier_usage", "cpu_tier_pinned"}
 SERVER_HISTOGRAMS = {"ttft_seconds": "ttft_ms", "itl_seconds": "itl_ms"}
 # Tier hits that only mean something with an offload tier (not listed as missing on a GPU-only arm).
 _TIER_HITS = {"hit_tokens.cpu", "hit_tokens.disk"}
+# vLLM's cache configuration as labels of one info gauge: the GPU KV cache's size in blocks, and the block's tokens.
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
+_CACHE_CONFIG_KEEP = frozenset({CACHE_CONFIG_INFO})
 
 
 def server_percentiles(hist: HistogramDelta | None, *, to_ms: float = 1000.0) -> Percentiles | None:
@@ -60,6 +63,31 @@ def server_percentiles(hist: HistogramDelta | None, *, to_ms: float = 1000.0) ->
                        mean=ms(hist.mean()), count=n, p50_ci=ci(0.50), p95_ci=ci(0.95), p99_ci=ci(0.99),
                        confidence=DEFAULT_CONFIDENCE,
                        method="order statistics mapped to the server histogram's bucket edges")
+
+
+def _label_int(labels: dict[str, str], key: str) -> int | None:
+    try:
+        value = int(labels.get(key, ""))
+    except ValueError:  # "None": not resolved, or not this engine's key
+        return None
+    return value if value > 0 else None
+
+
+def cache_config_blocks(series: ScrapeSeries, start_mono_ns: int, end_mono_ns: int) -> tuple[int | None, int | None]:
+    """``(num_gpu_blocks, block_size)`` from the labels of ``vllm:cache_config_info`` in the scrape at or before the
+    step's end (else the first after its start); ``(None, None)`` where the server does not expose them.
+
+    At most two scrapes are parsed per step (the labels are fixed for a server's life)."""
+    good = [i for i, s in enumerate(series.scrapes) if s.format == "prometheus" and s.ok]
+    before = [i for i in good if series.scrapes[i].mono_ns <= end_mono_ns]
+    after = [i for i in good if series.scrapes[i].mono_ns >= start_mono_ns]
+    for index in dict.fromkeys([*before[-1:], *after[:1]]):
+        parsed = series.parsed(index, _CACHE_CONFIG_KEEP, "cache-config")
+        rows = parsed[-1].get(CACHE_CONFIG_INFO) if parsed else None
+        if rows:
+            labels = rows[0][0]
+            return _label_int(labels, "num_gpu_blocks"), _label_int(labels, "block_size")
+    return None, None
 
 
 def _listed(value: QuantityValue, catalog: Catalog, offload: bool) -> bool:
@@ -107,6 +135,7 @@ def step_server_stats(series: ScrapeSeries, catalog: Catalog, start_mono_ns: int
         if _listed(value, catalog, offload) and value.missing_text:
             missing.append(value.missing_text)
     health = step_tier_health(series, catalog, start_mono_ns, end_mono_ns, values, tiered=offload and tiered)
+    server["num_gpu_blocks"], server["gpu_block_size"] = cache_config_blocks(series, start_mono_ns, end_mono_ns)
     step = ServerStep.model_validate({**server, "scrapes": scrapes, "scrape_errors": failed, "missing": missing,
                                       "tier_health": health if offload else TierHealth()})
     return step, hits

@@ -6,8 +6,10 @@ Offload options mirror the real engines:
 - vLLM ``--kv-transfer-config JSON`` with ``kv_connector: OffloadingConnector`` and
   ``kv_connector_extra_config``: ``spec_name`` (``CPUOffloadingSpec`` | ``TieringOffloadingSpec``),
   ``cpu_bytes_to_use`` (required, same message as vLLM when missing), ``block_size`` (a multiple of the GPU
-  block size), ``eviction_policy`` (``lru`` | ``arc``), ``offload_prompt_only`` and, for tiering,
-  ``secondary_tiers: [{type: fs, root_dir, n_read_threads, n_write_threads}]``.
+  block size), ``eviction_policy`` (``lru`` | ``arc``), ``offload_prompt_only``, ``store_threshold`` (a chunk is
+  stored on its n-th offer; values below 2 store every chunk; CPUOffloadingSpec only: TieringOffloadingSpec refuses
+  2 or more, as vLLM) and, for tiering, ``secondary_tiers: [{type: fs, root_dir, n_read_threads,
+  n_write_threads}]``.
 - TensorRT-LLM ``host_cache_size`` (bytes; ``--host-cache-size``): a host tier filled on GPU eviction.
 
 vLLM flavour stores write-through (every newly computed full prompt chunk is copied to the CPU tier, as vLLM's
@@ -34,8 +36,8 @@ TIERING_SPEC = "TieringOffloadingSpec"
 
 
 MODELLED_KEYS = frozenset({"spec_name", "cpu_bytes_to_use", "block_size", "blocks_per_chunk", "eviction_policy",
-                           "offload_prompt_only", "secondary_tiers"})
-"""``kv_connector_extra_config`` keys the simulator models; others (e.g. ``store_threshold``) are accepted and
+                           "offload_prompt_only", "secondary_tiers", "store_threshold"})
+"""``kv_connector_extra_config`` keys the simulator models; others (e.g. ``max_tracker_size``) are accepted and
 ignored with a warning at start-up."""
 
 
@@ -63,6 +65,7 @@ class OffloadConfig:
     eviction_policy: str = "lru"
     store_mode: StoreMode = "write_through"
     offload_prompt_only: bool = True
+    store_threshold: int = 0
     fs: FsConfig | None = None
     ignored_keys: tuple[str, ...] = ()
 
@@ -136,6 +139,12 @@ def parse_kv_transfer_config(text: str, gpu_block_size: int, disk_max_bytes: int
     prompt_only = extra.get("offload_prompt_only", True)
     if not isinstance(prompt_only, bool):
         raise ConfigError("offload_prompt_only must be true or false")
+    threshold = extra.get("store_threshold", 0)
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+        raise ConfigError(f"kv_connector_extra_config.store_threshold must be a non-negative integer "
+                          f"(got {threshold!r})")
+    if spec == TIERING_SPEC and threshold >= 2:
+        raise ConfigError("store_threshold is not supported for TieringOffloadingSpec")
     fs: FsConfig | None = None
     tiers = extra.get("secondary_tiers")
     if spec == TIERING_SPEC:
@@ -163,6 +172,7 @@ def parse_kv_transfer_config(text: str, gpu_block_size: int, disk_max_bytes: int
         eviction_policy=policy,
         store_mode="write_through",
         offload_prompt_only=prompt_only,
+        store_threshold=threshold,
         fs=fs,
         ignored_keys=ignored,
     )

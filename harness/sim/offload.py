@@ -1,30 +1,46 @@
-"""Offload tiers behind the GPU: lookups, promotions (loads), stores and cascades, with their accounting.
+"""Offload tiers behind the GPU: lookups, promotions, loads, stores and cascades, as vLLM 0.32's offloading
+connector drives its ``CPUOffloadingManager`` / ``TieringOffloadingManager``, with modelled times.
 
-Chunks: the tiers hold chunks of ``chunk_blocks`` GPU blocks (vLLM's offloaded ``block_size``), keyed by the
-hash of the chunk's last block. For a request whose first ``g`` blocks hit in the GPU, the lookup starts at
-chunk ``g // chunk_blocks`` and walks chunks while each is either in the CPU tier (ready) or, when tiered,
-in the fs tier; the first miss ends the external hit. Hits are capped so the last prompt token is computed.
+Chunks: the tiers hold chunks of ``chunk_blocks`` GPU blocks (vLLM's offloaded ``block_size``), keyed by the hash
+of the chunk's last block. Every call names its request (``req_id``): what a request stored or reused reaches the
+replacement policy when it finishes (:meth:`finish_request`), as in vLLM.
 
-Promotion (the request waits for it; TTFT includes it):
+Lookup (a request's admission): from chunk ``gpu_blocks // chunk_blocks`` over its full chunks, each chunk is
 
-- CPU hit: ``H2D`` job of ``blocks x block_bytes`` on the shared host-to-device link (FIFO, so concurrent
-  promotions contend).
-- disk hit: a disk read job (``n`` files, ``n x chunk_bytes``) on the disk queue, staged into the CPU tier
-  (which may evict and cascade), then the H2D job, which cannot start before the read ends.
+- ready in the CPU tier: a hit;
+- in the CPU tier but its store has not ended: pending (vLLM's ``HIT_PENDING``);
+- tiered, and not yet known to be on disk: pending (vLLM's ``RETRY``: its asynchronous existence check answers
+  at the end of the engine step, :mod:`harness.sim.cache.probe`; the answer is then kept while a request that
+  asked is alive);
+- tiered, and a file in the fs tier: a promotion starts (room is made in the CPU tier as for a store, the chunk
+  is pending until the disk read ends; no room: a miss), pending;
+- else a miss, which ends the walk.
 
-Stores: ``write_through`` (vLLM) copies each newly computed full prompt chunk not yet in the CPU tier, one D2H
-job per request per step; ``on_evict`` (TensorRT-LLM host offload) copies a block when the GPU evicts it, and
-the step that evicted it waits for the copy. CPU-tier evictions cascade to the fs tier when tiered (a file is
-written, a disk write job is queued). A chunk being loaded is pinned in the CPU tier; a request whose hit
-chunks are being loaded by another request waits (vLLM defers it) and then hits them in the GPU.
+Any pending chunk defers the whole request (:data:`DEFER`; it is tried again later and then finds its chunks in
+the CPU tier), as does a hit chunk another request is loading. A hit shorter than one chunk beyond the GPU hit is
+no hit. A hit may reach the last full chunk of the prompt; the scheduler then recomputes the last token.
+Chunks promoted for a request count as its disk hits (vLLM's load source), the rest as CPU hits.
+
+Load: the hit chunks are pinned and copied over the shared host-to-device link (FIFO, so concurrent loads contend).
+
+Stores (``write_through``, vLLM): each step, the newly computed full prompt chunks (all chunks with
+``offload_prompt_only`` false) go through the CPU tier's ``prepare_store``; the chunks stored are copied over the
+device-to-host link and become loadable when the copy ends. An allocation failure stores nothing and the same
+chunks are offered again next step. With an fs tier every stored chunk is then written to disk too (vLLM's
+write-through cascade: "always offload to all tiers"), after its copy ends; the CPU chunk is held until the disk
+write ends. A CPU eviction only drops the CPU copy. ``on_evict`` (TensorRT-LLM host offload) stores a block when the
+GPU evicts it instead, and the step that evicted it waits for the copy.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.sim.cache.cpu import CpuTier
+from harness.sim.cache.cpu import HIT, MISS, PENDING, CpuTier, RequestAccess
 from harness.sim.cache.fs import FsTier
+from harness.sim.cache.probe import FsProbes
 from harness.sim.config import ConfigError, EngineConfig, OffloadConfig
 from harness.sim.transfer import DiskQueue, Link
 
@@ -35,6 +51,12 @@ FS = "1:fs"
 # back-pressure detector configured, otherwise it queues; the bound is generous so only a disk that cannot keep up
 # at all reaches it.
 MAX_WRITE_BACKLOG_S = 30.0
+FS_PROBE_S = 1e-3
+"""When an idle engine asks again after its fs tier's probes were answered (vLLM steps again at once: ~a ms)."""
+DEFER = "defer"
+Tracer = Callable[[str, str, list[int]], None]
+"""``trace(req_id, event, keys)``, event ``store``, ``evict``, ``promote``, ``promote_fail``, ``cascade`` or
+``alloc_fail``: what each request's calls did (the differential replay of :mod:`harness.sim.oracle` records it)."""
 
 
 @dataclass
@@ -60,18 +82,29 @@ class OffloadStats:
 
 @dataclass
 class ExternalHit:
-    """Blocks a request will load from the offload tiers."""
+    """Chunks a request will load from the offload tiers (``keys`` in prefix order, from chunk ``first_chunk``)."""
 
     start_block: int
     n_blocks: int
     cpu_blocks: int
     disk_blocks: int
-    cpu_keys: list[int]
-    disk_keys: list[int]
+    keys: list[int]
+    disk_keys: set[int]
+    first_chunk: int
+    req_id: str
     ready_at: float = 0.0
 
+    @property
+    def cpu_keys(self) -> list[int]:
+        return [key for key in self.keys if key not in self.disk_keys]
 
-DEFER = "defer"
+
+@dataclass
+class _Request:
+    access: RequestAccess
+    from_disk: set[int] = field(default_factory=set)  # keys promoted for this request: their load source
+    stores_until: float = 0.0  # when the request's last store to the CPU tier ends
+    observed: dict[str, set[int]] | None = field(default_factory=lambda: {PRIMARY: set[int](), FS: set[int]()})
 
 
 class OffloadManager:
@@ -82,10 +115,11 @@ class OffloadManager:
         self.k = cfg.chunk_blocks
         self.block_bytes = engine.block_bytes
         self.chunk_bytes = self.block_bytes * self.k
-        self.cpu = CpuTier(cfg.cpu_bytes // self.chunk_bytes, cfg.eviction_policy)
+        self.cpu = CpuTier(cfg.cpu_bytes // self.chunk_bytes, cfg.eviction_policy, cfg.store_threshold)
         self.h2d = Link(engine.link.h2d_bytes_per_s, engine.link.latency_s)
         self.d2h = Link(engine.link.d2h_bytes_per_s, engine.link.latency_s)
         self.fs: FsTier | None = None
+        self.probes: FsProbes | None = None
         self.disk_read: DiskQueue | None = None
         self.disk_write: DiskQueue | None = None
         if cfg.fs is not None:
@@ -95,12 +129,16 @@ class OffloadManager:
                 )
             except OSError as exc:
                 raise ConfigError(f"cannot use fs tier root_dir {cfg.fs.root_dir}: {exc.strerror or exc}") from exc
+            self.probes = FsProbes(self.fs.contains)
             self.disk_read = DiskQueue(engine.disk.read_bytes_per_s, engine.disk.read_latency_s,
                                        cfg.fs.n_read_threads)
             self.disk_write = DiskQueue(engine.disk.write_bytes_per_s, engine.disk.write_latency_s,
                                         cfg.fs.n_write_threads)
         self.stats = OffloadStats()
         self._loading: dict[int, int] = {}
+        self._requests: dict[str, _Request] = {}
+        self._wakeups: list[float] = []
+        self.trace: Tracer | None = None
         self.now = 0.0
         self.evict_store_end = 0.0
 
@@ -108,98 +146,133 @@ class OffloadManager:
     def write_through(self) -> bool:
         return self.cfg.store_mode == "write_through"
 
-    # ---------------------------------------------------------------- lookups and loads
+    def _request(self, req_id: str) -> _Request:
+        state = self._requests.get(req_id)
+        if state is None:
+            state = self._requests[req_id] = _Request(self.cpu.new_access())
+        return state
 
-    def lookup(self, hashes: list[int], gpu_blocks: int, max_blocks: int, now: float) -> ExternalHit | str | None:
-        """External hit after ``gpu_blocks`` GPU-hit blocks; ``None`` if none, ``DEFER`` to retry later."""
+    def _emit(self, req_id: str, event: str, keys: list[int]) -> None:
+        if self.trace is not None and keys:
+            self.trace(req_id, event, keys)
+
+    def next_event(self) -> float | None:
+        """The earliest future time a store or promotion in flight ends (a deferred request may go then)."""
+        wake = self._wakeups
+        while wake and wake[0] <= self.now:
+            heapq.heappop(wake)
+        return wake[0] if wake else None
+
+    # ---------------------------------------------------------------- lookups, promotions and loads
+
+    def _observe(self, state: _Request, tier: str, key: int, hit: bool) -> None:
+        """vLLM's chunk query/hit counters: the first resolved lookup per request, tier and key, until admission."""
+        observed = state.observed
+        if observed is None or key in observed[tier]:
+            return
+        observed[tier].add(key)
+        self.stats.chunk_queries[tier] += 1
+        if hit:
+            self.stats.chunk_hits[tier] += 1
+
+    def lookup(self, req_id: str, hashes: list[int], gpu_blocks: int, max_blocks: int,
+               now: float) -> ExternalHit | str | None:
+        """External hit after ``gpu_blocks`` GPU-hit blocks (at most ``max_blocks``); ``None`` if none, ``DEFER``
+        to try again later."""
         k = self.k
         c0 = gpu_blocks // k
-        n_chunks = len(hashes) // k
+        n_chunks = min(len(hashes), max_blocks) // k
         if n_chunks * k - gpu_blocks < k:  # less than one chunk beyond the GPU hit (as vLLM)
             return None
+        state = self._request(req_id)
         cpu, fs = self.cpu, self.fs
-        for c in range(n_chunks):  # a lookup refreshes every chunk of the request (vLLM touches them all)
-            cpu.touch(hashes[c * k + k - 1])
-        found: list[tuple[int, bool]] = []
-        q_cpu = q_fs = 0
+        hits = 0
+        pending = False
+        promoted: list[int] = []
         for c in range(c0, n_chunks):
-            if c * k >= max_blocks:
-                break
             key = hashes[c * k + k - 1]
-            q_cpu += 1
-            if cpu.is_ready(key, now):
-                found.append((key, True))
-                continue
-            if fs is None:
-                break
-            q_fs += 1
-            if fs.contains(key):
-                found.append((key, False))
-                continue
-            break
-        if any(key in self._loading for key, _on_cpu in found):
+            found = cpu.lookup(key, now)
+            if found != PENDING:
+                self._observe(state, PRIMARY, key, found == HIT)
+            if found == MISS:
+                if fs is None or self.probes is None:
+                    break
+                on_disk = self.probes.ask(req_id, key, now)
+                if on_disk is None:  # the probe answers at the end of this step: ask again then
+                    pending = True
+                    continue
+                if on_disk and not fs.contains(key):  # gone since (cache loss): vLLM's promotion fails
+                    self.probes.forget(key)
+                    on_disk = False
+                self._observe(state, FS, key, on_disk)
+                if not on_disk or not self._promote(req_id, state, key, c, now):
+                    break
+                promoted.append(key)
+                found = PENDING
+            hits += 1
+            pending = pending or found == PENDING
+        if promoted:
+            self._read_promoted(promoted, now)
+        if pending:
             return DEFER
-        st = self.stats
-        st.chunk_queries[PRIMARY] += q_cpu
-        st.chunk_queries[FS] += q_fs
-        end_block = min((c0 + len(found)) * k, max_blocks)
-        n_blocks = end_block - gpu_blocks
-        if n_blocks <= 0:
+        end_block = (c0 + hits) * k
+        if end_block - gpu_blocks < k:
             return None
-        cpu_keys: list[int] = []
-        disk_keys: list[int] = []
-        cpu_blocks = disk_blocks = 0
-        for i, (key, on_cpu) in enumerate(found):
-            lo = max((c0 + i) * k, gpu_blocks)
-            hi = min((c0 + i + 1) * k, end_block)
-            if hi <= lo:
-                break
-            if on_cpu:
-                cpu_keys.append(key)
-                cpu_blocks += hi - lo
-            else:
-                disk_keys.append(key)
-                disk_blocks += hi - lo
-        st.chunk_hits[PRIMARY] += len(cpu_keys)
-        st.chunk_hits[FS] += len(disk_keys)
-        return ExternalHit(gpu_blocks, n_blocks, cpu_blocks, disk_blocks, cpu_keys, disk_keys)
+        keys = [hashes[c * k + k - 1] for c in range(c0, c0 + hits)]
+        if any(key in self._loading for key in keys):
+            return DEFER
+        disk_keys = {key for key in keys if key in state.from_disk}
+        first = k - (gpu_blocks - c0 * k)  # blocks of the first chunk beyond the GPU hit
+        disk_blocks = sum(first if i == 0 else k for i, key in enumerate(keys) if key in disk_keys)
+        return ExternalHit(gpu_blocks, end_block - gpu_blocks, end_block - gpu_blocks - disk_blocks, disk_blocks,
+                           keys, disk_keys, c0, req_id)
+
+    def _promote(self, req_id: str, state: _Request, key: int, pos: int, now: float) -> bool:
+        """Make room for a chunk found on disk (vLLM's ``prepare_write``); False when there is none."""
+        out = self.cpu.prepare_store([key], [pos], now, state.access)
+        if out is None or not out.stored:
+            self.stats.promotion_allocation_failures += 1
+            self._emit(req_id, "promote_fail", [key])
+            return False
+        state.from_disk.add(key)
+        self._emit(req_id, "evict", out.evicted)
+        self._emit(req_id, "promote", out.stored)
+        return True
+
+    def _read_promoted(self, keys: list[int], now: float) -> None:
+        """One disk read job for the chunks a lookup promoted; they are loadable when it ends."""
+        assert self.disk_read is not None
+        st = self.stats
+        nbytes = len(keys) * self.chunk_bytes
+        start, end = self.disk_read.submit(now, len(keys), nbytes)
+        st.read_bytes[FS] += nbytes
+        st.read_time_s[FS] += end - start
+        st.write_bytes[PRIMARY] += nbytes  # staged into host memory
+        self.cpu.set_ready(keys, end)
+        heapq.heappush(self._wakeups, end)
 
     def start_load(self, hit: ExternalHit, now: float) -> float:
-        """Queue the promotion; returns when the blocks are in GPU memory (modelled seconds)."""
+        """Queue the load; returns when the blocks are in GPU memory (modelled seconds)."""
         st = self.stats
-        not_before = now
-        cpu = self.cpu
-        cpu.pin(hit.cpu_keys)
-        if hit.disk_keys:
-            assert self.disk_read is not None
-            nbytes = len(hit.disk_keys) * self.chunk_bytes
-            start, end = self.disk_read.submit(now, len(hit.disk_keys), nbytes)
-            st.read_bytes[FS] += nbytes
-            st.read_time_s[FS] += end - start
-            for key in hit.disk_keys:  # staged through host memory
-                stored, evicted = cpu.insert(key, end)
-                if stored:
-                    st.write_bytes[PRIMARY] += self.chunk_bytes
-                else:
-                    st.promotion_allocation_failures += 1
-                self._cascade(evicted, now)
-            cpu.pin(hit.disk_keys)
-            not_before = end
+        state = self._request(hit.req_id)
+        state.observed = None  # admitted: later lookups (after a preemption) are not counted again
+        keys = hit.keys
+        self.cpu.pin(keys, state.access, range(hit.first_chunk, hit.first_chunk + len(keys)))
         nbytes = hit.n_blocks * self.block_bytes
-        start, end = self.h2d.submit(now, nbytes, not_before)
+        start, end = self.h2d.submit(now, nbytes)
         st.load_bytes += nbytes
         st.load_time_s += end - start
         st.read_bytes[PRIMARY] += nbytes
         st.read_time_s[PRIMARY] += end - start
         loading = self._loading
-        for key in (*hit.cpu_keys, *hit.disk_keys):
+        for key in keys:
             loading[key] = loading.get(key, 0) + 1
         hit.ready_at = end
         return end
 
     def finish_load(self, hit: ExternalHit) -> None:
-        """The promotion ended (or its request went away): unpin."""
-        keys = (*hit.cpu_keys, *hit.disk_keys)
+        """The load ended (or its request went away): unpin."""
+        keys = hit.keys
         self.cpu.unpin(keys)
         loading = self._loading
         for key in keys:
@@ -209,46 +282,57 @@ class OffloadManager:
             else:
                 loading[key] = n
 
+    def admitted(self, req_id: str) -> None:
+        """The request was scheduled without a load: its lookups stop counting."""
+        self._request(req_id).observed = None
+
+    def finish_request(self, req_id: str) -> None:
+        """The request finished or went away: its accesses reach the replacement policy (and its fs probes are
+        released once its stores have completed)."""
+        state = self._requests.pop(req_id, None)
+        if state is not None:
+            self.cpu.finish_request(state.access)
+            if self.probes is not None:
+                self.probes.release(req_id, state.stores_until, self.now)
+
+    def end_step(self, now: float) -> None:
+        """The scheduler's step ends: the fs tier's probes of this step are answered."""
+        if self.probes is not None and self.probes.end_step(now):
+            heapq.heappush(self._wakeups, now + FS_PROBE_S)
+
     # ---------------------------------------------------------------- stores and cascades
 
-    def store_chunks(self, keys: list[int], now: float) -> float | None:
-        """Write-through store of newly computed chunks; returns when the copy ends (None if nothing copied)."""
-        cpu = self.cpu
-        new = [key for key in keys if key not in cpu]
-        for key in keys:
-            if key in cpu:
-                cpu.touch(key)
-        if not new:
+    def store_chunks(self, req_id: str, keys: list[int], first_chunk: int, now: float) -> float | None:
+        """Offer newly computed chunks (``first_chunk`` is the first one's position); returns when their copy ends,
+        ``now`` if nothing needed copying, ``None`` on an allocation failure (offer them again later)."""
+        state = self._request(req_id)
+        out = self.cpu.prepare_store(keys, range(first_chunk, first_chunk + len(keys)), now, state.access)
+        if out is None:
+            self.stats.allocation_failures += 1
+            self._emit(req_id, "alloc_fail", keys)
             return None
-        stored: list[int] = []
-        inf = float("inf")
-        for key in new:
-            ok, evicted = cpu.insert(key, inf)
-            if ok:
-                stored.append(key)
-            else:
-                self.stats.allocation_failures += 1
-            self._cascade(evicted, now)
-        if not stored:
-            return None
-        end = self._d2h(len(stored), now)
-        for key in stored:
-            cpu.insert_ready(key, end)
+        self._emit(req_id, "evict", out.evicted)
+        if not out.stored:
+            return now
+        self._emit(req_id, "store", out.stored)
+        end = self._d2h(len(out.stored), now)
+        state.stores_until = max(state.stores_until, end)
+        self.cpu.set_ready(out.stored, end)
+        heapq.heappush(self._wakeups, end)
+        self._cascade(out.stored, end, req_id)
         return end
 
     def store_evicted(self, key: int) -> None:
         """Offload-on-eviction: the GPU evicts a block; copy it to the CPU tier (the step waits for it)."""
         cpu = self.cpu
         if key in cpu:
-            cpu.touch(key)
             return
-        ok, evicted = cpu.insert(key, float("inf"))
-        self._cascade(evicted, self.now)
-        if not ok:
+        out = cpu.prepare_store([key], [0], self.now, cpu.new_access())
+        if out is None or not out.stored:
             self.stats.allocation_failures += 1
             return
         end = self._d2h(1, self.now)
-        cpu.insert_ready(key, end)
+        cpu.set_ready(out.stored, end)
         self.evict_store_end = max(self.evict_store_end, end)
 
     def _d2h(self, n_chunks: int, now: float) -> float:
@@ -261,33 +345,34 @@ class OffloadManager:
         st.write_time_s[PRIMARY] += end - start
         return end
 
-    def _cascade(self, evicted: list[int], now: float) -> None:
+    def _cascade(self, stored: list[int], after: float, req_id: str = "") -> None:
+        """Write-through to the fs tier of chunks whose CPU copy ends at ``after``; held in the CPU tier until the
+        disk write ends."""
         fs = self.fs
-        if fs is None or not evicted:
+        if fs is None or not stored:
             return
         assert self.disk_write is not None
-        if self.disk_write.free_at - now > MAX_WRITE_BACKLOG_S:  # write queue full: the store is dropped
-            new = sum(1 for key in evicted if key not in fs.index)
+        new = [key for key in stored if key not in fs.index]
+        if self.disk_write.free_at - after > MAX_WRITE_BACKLOG_S:  # write queue full: the store is dropped
             if new:
                 self.stats.stores_dropped[FS] += 1
-                self.stats.blocks_dropped[FS] += new * self.k
+                self.stats.blocks_dropped[FS] += len(new) * self.k
             return
+        self._emit(req_id, "cascade", stored)
         written = 0
-        for key in evicted:
-            if key in fs.index:
-                fs.index.move_to_end(key)
-                continue
+        for key in new:
             ok, _dropped = fs.write(key)
             if ok:
                 written += 1
             else:
                 self.stats.cascade_failures += 1
+        end = after
         if written:
-            assert self.disk_write is not None
             nbytes = written * self.chunk_bytes
-            start, end = self.disk_write.submit(now, written, nbytes)
+            start, end = self.disk_write.submit(after, written, nbytes)
             self.stats.write_bytes[FS] += nbytes
             self.stats.write_time_s[FS] += end - start
+        self.cpu.hold(stored, end)
 
     # ---------------------------------------------------------------- admin
 

@@ -11,8 +11,10 @@ One engine step at modelled time ``t`` (vLLM v1's scheduler, simplified):
    are active. Admission finds the longest cached prefix: GPU blocks first (free), then the offload tiers
    (:mod:`harness.sim.offload`). A request with an external hit waits for its promotion (it holds its blocks,
    uses no step budget) and then computes the rest; otherwise its first prefill chunk joins this step. A request
-   that cannot get its blocks stops admission (FCFS). Hits are capped at ``(n - 1) // block_size`` blocks so
-   the last prompt token is always computed (as vLLM).
+   that cannot get its blocks stops admission (FCFS). GPU hits are capped at ``(n - 1) // block_size`` blocks so
+   the last prompt token is always computed; an external hit may cover every full chunk, and then the last token
+   is recomputed after the load (both as vLLM). A request whose chunks are still being stored or promoted is
+   deferred (tried again at a later step).
 
 Step time (modelled seconds), summed over the batch::
 
@@ -26,7 +28,9 @@ With noise on (:mod:`harness.sim.noise`, off by default) ``T`` is multiplied by 
 step's jitter factor. With offload-on-eviction stores the step also waits for the D2H copies its allocations
 caused. At the end of a step each request that has computed all its tokens samples one output token (streamed
 at once); a request with ``max_tokens`` tokens finishes and releases its blocks (after its pending write-through
-stores end).
+stores end). Write-through stores are offered every step for the request's computed full chunks not yet stored
+(up to the prompt with ``offload_prompt_only``), so an allocation failure is retried; a request that finishes or
+is aborted ends its offload accesses (:meth:`OffloadManager.finish_request`).
 
 Attribution, fixed at a request's first admission: ``gpu_hit + cpu_hit + disk_hit + recomputed == prompt``
 (tokens). Counters follow vLLM: ``prefix_cache_queries/hits`` (GPU) and ``external_prefix_cache_queries/hits``
@@ -147,8 +151,12 @@ class EngineCore:
             self.waiting.remove(req)
         elif state == ReqState.RUNNING:
             self.running.remove(req)
+            if self.offload is not None and self.offload.write_through:
+                self._store_new(req, self.offload, now)  # vLLM's last offer for an aborted request
             self._release(req, now)
         # LOADING: released when the load ends (see _collect_loaded)
+        if self.offload is not None:
+            self.offload.finish_request(req.request_id)
 
     @property
     def num_running(self) -> int:
@@ -166,6 +174,8 @@ class EngineCore:
         times = [r.load.ready_at for r in self.loading if r.load is not None]
         if self._deferred:
             times.append(self._deferred[0][0])
+        if self.offload is not None and (t := self.offload.next_event()) is not None:
+            times.append(t)
         return min(times) if times else None
 
     # ------------------------------------------------------------------ scheduling
@@ -207,7 +217,7 @@ class EngineCore:
             for j in range(req.num_registered, end):
                 self.pool.register(req.blocks[j], hashes[j])
             req.num_registered = end
-            req.num_computed = end * self.bs
+            req.num_computed = min(end * self.bs, req.num_tokens - 1)  # a whole-prompt hit recomputes the last token
             if self.offload.write_through:
                 req.num_stored_chunks = max(req.num_stored_chunks, end // self.offload.k)
             req.state = ReqState.RUNNING
@@ -256,7 +266,8 @@ class EngineCore:
         g = len(gpu_bids)
         hit: ExternalHit | None = None
         if self.offload is not None:
-            found = self.offload.lookup(hashes, g, max_hit, now)
+            max_ext = len(hashes) if self.offload.write_through else max_hit
+            found = self.offload.lookup(req.request_id, hashes, g, max_ext, now)
             if found == DEFER:
                 return DEFER
             if isinstance(found, ExternalHit):
@@ -289,6 +300,8 @@ class EngineCore:
             req.state = ReqState.LOADING
             self.loading.append(req)
             return 0
+        if self.offload is not None:
+            self.offload.admitted(req.request_id)
         req.state = ReqState.RUNNING
         self.running.append(req)
         return n_sched
@@ -340,6 +353,8 @@ class EngineCore:
                     items.append((req, outcome))
                     budget -= outcome
             self.waiting.extendleft(reversed(skipped))
+        if self.offload is not None:
+            self.offload.end_step(now)
         if not items:
             return None
         duration = self._step_time(items)
@@ -391,9 +406,9 @@ class EngineCore:
                 for j in range(req.num_registered, full):
                     pool.register(blocks[j], hashes[j])
                 req.num_registered = full
-                if write_through:
-                    assert off is not None
-                    self._store_new(req, off, full, end)
+            if write_through:
+                assert off is not None
+                self._store_new(req, off, end)
             if computed < req.num_tokens:
                 continue
             first = not req.output_idx
@@ -417,11 +432,13 @@ class EngineCore:
             self.running = [r for r in self.running if id(r) not in done]
             for req in finished:
                 self._release(req, end)
+                if off is not None:
+                    off.finish_request(req.request_id)
         return StepResult(emitted, finished)
 
-    def _store_new(self, req: SimRequest, off: OffloadManager, full_blocks: int, now: float) -> None:
+    def _store_new(self, req: SimRequest, off: OffloadManager, now: float) -> None:
         k = off.k
-        limit = full_blocks
+        limit = req.num_registered
         if off.cfg.offload_prompt_only:
             limit = min(limit, req.prompt_len // self.bs)
         n_chunks = limit // k
@@ -429,8 +446,8 @@ class EngineCore:
             return
         hashes = req.chain.hashes
         keys = [hashes[c * k + k - 1] for c in range(req.num_stored_chunks, n_chunks)]
+        end = off.store_chunks(req.request_id, keys, req.num_stored_chunks, now)
+        if end is None:
+            return  # allocation failure: offered again next step, as vLLM
         req.num_stored_chunks = n_chunks
-        end = off.store_chunks(keys, now)
-        if end is not None and end > req.store_ready_at:
-            req.store_ready_at = end
-
+        req.store_ready_at = max(req.store_ready_at, end)

@@ -7,7 +7,7 @@ from typing import Literal
 
 from harness.config.scenario import Scenario
 from harness.host.facts import HostFacts, OsHostFacts
-from harness.plan.checks import arms, blocks, engine, flags, inputs, resources, shm, trtllm_release
+from harness.plan.checks import arms, blocks, engine, flags, inputs, resources, shm, tier_capacity, trtllm_release
 from harness.schema.summary import CheckItem
 
 Mode = Literal["plan", "run"]
@@ -27,6 +27,8 @@ ALL_CHECKS: dict[str, Check] = {
     "disk-tier": lambda s, h, m, u: resources.check_disk_tiers(s, h),
     "shm": lambda s, h, m, u: shm.check_shm(s, h),
     "tier-blocks": lambda s, h, m, u: blocks.check_tier_holds_a_block(s),
+    "tier-capacity": lambda s, h, m, u: tier_capacity.check_tier_capacity(
+        s, gpu_memory_bytes=_local_gpu_memory(s, h)),
     "gpu-runtime": lambda s, h, m, u: resources.check_gpu_runtime(s, h, m),
     "env-refs": lambda s, h, m, u: inputs.check_env_refs(s, h, m),
     "trace": lambda s, h, m, u: inputs.check_trace(s, m),
@@ -34,6 +36,11 @@ ALL_CHECKS: dict[str, Check] = {
 
 # Checks of this host's resources for servers the harness starts; skipped when the arms are external servers.
 HOST_LOCAL = frozenset({"host-headroom", "disk-tier", "shm", "gpu-runtime"})
+
+
+def _local_gpu_memory(scenario: Scenario, host: HostFacts) -> int | None:
+    """One GPU's memory on this host, for servers the harness starts here (an external server's GPUs are not)."""
+    return None if scenario.engine.effective_launcher == "external" else host.gpu_memory_bytes()
 
 
 def run_checks(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode = "plan",

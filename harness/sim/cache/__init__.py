@@ -1,1 +1,2 @@
-"""Cache tiers of the simulated engine: GPU block pool, CPU tier (LRU/ARC) and the fs (disk) tier."""
+"""Cache tiers of the simulated engine: GPU block pool, CPU tier (LRU/ARC, as vLLM 0.32), the fs (disk) tier and its
+asynchronous existence check."""

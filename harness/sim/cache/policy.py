@@ -1,19 +1,32 @@
-"""Replacement policies of the CPU tier: LRU and ARC (as vLLM's ``eviction_policy`` lru|arc).
+"""Replacement policies of the CPU tier, as vLLM 0.32 implements them (``vllm/v1/kv_offload/cpu/policies``).
 
-Both keep a fixed capacity of keys (chunk hashes). ``insert`` adds a key and returns ``(inserted, evicted)``:
-whether the key is now resident, and the keys evicted to make room (``inserted`` is false when every resident
-key is pinned, i.e. being loaded, so nothing could be evicted); ``touch`` records a hit. Pinned keys are never evicted.
+Keys are chunk hashes. The CPU tier (:mod:`harness.sim.cache.cpu`) owns residency, readiness and pins; a policy
+only orders the resident keys and picks victims:
 
-ARC follows Megiddo & Modha, "ARC: A Self-Tuning, Low Overhead Replacement Cache" (FAST 2003): resident lists
-T1 (seen once recently) and T2 (seen at least twice), ghost lists B1/B2 of recently evicted keys, and a target
-size ``p`` for T1 that adapts on ghost hits. The only change is that eviction skips pinned keys.
+- ``insert(key)``: a chunk whose store was just prepared (LRU: most recent; ARC: the MRU end of T1, and any ghost
+  of the key is forgotten).
+- ``on_store_miss(keys)``: a store of keys not resident (ARC: a key found in a ghost list adapts the T1 target,
+  B1 up and B2 down; called once per key and request). LRU ignores it.
+- ``on_request_finished(keys, insertion_only, reused)``: recency is applied when a request finishes, in reverse
+  prefix order, so a request's head ends up more recent than its tail. LRU refreshes every key the request stored or
+  reused; ARC moves reused keys from T1 to T2 (or to T2's MRU end) and only re-orders keys the request merely
+  inserted. A lookup is no access: vLLM's scheduler never calls ``touch``.
+- ``evict(n, protected, evictable)``: exactly ``n`` victims that are ``evictable`` (ready, no transfer using them)
+  and not ``protected`` (the keys of the store being prepared), or ``None`` and no change.
+
+vLLM's ARC differs from the textbook one (Megiddo & Modha, FAST 2003): inserts always go to T1 (a ghost hit adapts
+the target but does not promote), a second access only counts when a request that reused the chunk finishes, the
+T1/T2 choice is ``len(T1) >= int(target)`` (falling back to the other list, then T1 again), and each ghost list is
+trimmed to the capacity on its own after an eviction.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Protocol
+
+Evictable = Callable[[int], bool]
 
 
 class EvictionPolicy(Protocol):
@@ -25,65 +38,79 @@ class EvictionPolicy(Protocol):
 
     def __len__(self) -> int: ...
 
-    def touch(self, key: int) -> None: ...
-
-    def insert(self, key: int) -> tuple[bool, list[int]]: ...
+    def insert(self, key: int) -> None: ...
 
     def remove(self, key: int) -> None: ...
 
+    def on_store_miss(self, keys: Sequence[int]) -> None: ...
 
-def _pop_lru_unpinned(od: OrderedDict[int, None], pinned: Callable[[int], bool]) -> int | None:
-    for key in od:
-        if not pinned(key):
-            del od[key]
-            return key
-    return None
+    def on_request_finished(self, keys: Sequence[int], insertion_only: Collection[int],
+                            reused: Collection[int]) -> None: ...
+
+    def evict(self, n: int, protected: Collection[int], evictable: Evictable) -> list[int] | None: ...
+
+    def clear(self) -> None: ...
 
 
 class LruPolicy:
-    """Least recently used."""
+    """Least recently used: the order of stores and request-scoped accesses (vLLM's ``LRUCachePolicy``)."""
 
-    def __init__(self, capacity: int, pinned: Callable[[int], bool]) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._pinned = pinned
-        self._od: OrderedDict[int, None] = OrderedDict()
+        self._order: OrderedDict[int, None] = OrderedDict()  # least recent first
 
     def __contains__(self, key: int) -> bool:
-        return key in self._od
+        return key in self._order
 
     def __len__(self) -> int:
-        return len(self._od)
+        return len(self._order)
 
-    def touch(self, key: int) -> None:
-        if key in self._od:
-            self._od.move_to_end(key)
+    def resident(self) -> list[int]:
+        """Resident keys, least recent first."""
+        return list(self._order)
 
-    def insert(self, key: int) -> tuple[bool, list[int]]:
-        if key in self._od:
-            self._od.move_to_end(key)
-            return True, []
-        if self.capacity <= 0:
-            return False, []
-        evicted: list[int] = []
-        while len(self._od) >= self.capacity:
-            victim = _pop_lru_unpinned(self._od, self._pinned)
-            if victim is None:
-                return False, evicted
-            evicted.append(victim)
-        self._od[key] = None
-        return True, evicted
+    def insert(self, key: int) -> None:
+        self._order[key] = None
+        self._order.move_to_end(key)
 
     def remove(self, key: int) -> None:
-        self._od.pop(key, None)
+        self._order.pop(key, None)
+
+    def on_store_miss(self, keys: Sequence[int]) -> None:
+        return  # vLLM's default delegates to touch(), which ignores keys that are not resident
+
+    def on_request_finished(self, keys: Sequence[int], insertion_only: Collection[int],
+                            reused: Collection[int]) -> None:
+        order = self._order
+        for key in reversed(keys):
+            if key in order:
+                order.move_to_end(key)
+
+    def evict(self, n: int, protected: Collection[int], evictable: Evictable) -> list[int] | None:
+        if n <= 0:
+            return []
+        victims: list[int] = []
+        for key in self._order:
+            if key not in protected and evictable(key):
+                victims.append(key)
+                if len(victims) == n:
+                    break
+        if len(victims) < n:
+            return None
+        for key in victims:
+            del self._order[key]
+        return victims
+
+    def clear(self) -> None:
+        self._order.clear()
 
 
 class ArcPolicy:
-    """Adaptive replacement cache."""
+    """vLLM's ``ARCCachePolicy``: T1 (seen once), T2 (reused), ghost lists B1/B2 and an adaptive T1 target."""
 
-    def __init__(self, capacity: int, pinned: Callable[[int], bool]) -> None:
+    def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._pinned = pinned
-        self.p = 0.0
+        self.target_t1 = 0.0
         self.t1: OrderedDict[int, None] = OrderedDict()
         self.t2: OrderedDict[int, None] = OrderedDict()
         self.b1: OrderedDict[int, None] = OrderedDict()
@@ -95,85 +122,102 @@ class ArcPolicy:
     def __len__(self) -> int:
         return len(self.t1) + len(self.t2)
 
-    def touch(self, key: int) -> None:
-        if key in self.t1:
-            del self.t1[key]
-            self.t2[key] = None
-        elif key in self.t2:
-            self.t2.move_to_end(key)
+    def resident(self) -> list[int]:
+        """Resident keys: T1 then T2, each least recent first."""
+        return [*self.t1, *self.t2]
 
-    def _replace(self, key_in_b2: bool) -> int | None:
-        """Evict from T1 or T2 per ARC's REPLACE rule; the victim moves to its ghost list."""
-        n1 = len(self.t1)
-        prefer_t1 = n1 > 0 and (n1 > self.p or (key_in_b2 and n1 == int(self.p)))
-        order = ((self.t1, self.b1), (self.t2, self.b2)) if prefer_t1 else ((self.t2, self.b2), (self.t1, self.b1))
-        for resident, ghost in order:
-            victim = _pop_lru_unpinned(resident, self._pinned)
-            if victim is not None:
-                ghost[victim] = None
-                return victim
-        return None
-
-    def _trim_ghosts(self) -> None:
-        c = self.capacity
-        while len(self.t1) + len(self.b1) > c and self.b1:
-            self.b1.popitem(last=False)
-        while len(self.t1) + len(self.t2) + len(self.b1) + len(self.b2) > 2 * c and self.b2:
-            self.b2.popitem(last=False)
-        while len(self.t1) + len(self.t2) + len(self.b1) + len(self.b2) > 2 * c and self.b1:
-            self.b1.popitem(last=False)
-
-    def insert(self, key: int) -> tuple[bool, list[int]]:
-        c = self.capacity
-        if key in self:
-            self.touch(key)
-            return True, []
-        if c <= 0:
-            return False, []
-        evicted: list[int] = []
-        if key in self.b1 or key in self.b2:
-            in_b2 = key in self.b2
-            if in_b2:
-                self.p = max(0.0, self.p - max(len(self.b1) / max(len(self.b2), 1), 1.0))
-            else:
-                self.p = min(float(c), self.p + max(len(self.b2) / max(len(self.b1), 1), 1.0))
-            while len(self) >= c:
-                victim = self._replace(in_b2)
-                if victim is None:
-                    return False, evicted
-                evicted.append(victim)
-            (self.b2 if in_b2 else self.b1).pop(key)
-            self.t2[key] = None
-            self._trim_ghosts()
-            return True, evicted
-        # A key seen for the first time (or forgotten).
-        if len(self.t1) + len(self.b1) >= c:
-            if len(self.t1) < c:
-                self.b1.popitem(last=False)
-            else:
-                victim = _pop_lru_unpinned(self.t1, self._pinned)
-                if victim is not None:
-                    evicted.append(victim)
-        elif len(self.t1) + len(self.t2) + len(self.b1) + len(self.b2) >= 2 * c and self.b2:
-            self.b2.popitem(last=False)
-        while len(self) >= c:
-            victim = self._replace(False)
-            if victim is None:
-                return False, evicted
-            evicted.append(victim)
+    def insert(self, key: int) -> None:
         self.t1[key] = None
-        self._trim_ghosts()
-        return True, evicted
+        self.b1.pop(key, None)
+        self.b2.pop(key, None)
 
     def remove(self, key: int) -> None:
+        if key in self.t1:
+            del self.t1[key]
+        else:
+            self.t2.pop(key, None)
+
+    def on_store_miss(self, keys: Sequence[int]) -> None:
+        for key in reversed(keys):
+            if key in self.b1:
+                delta = max(1.0, len(self.b2) / len(self.b1))
+                self.target_t1 = min(self.target_t1 + delta, float(self.capacity))
+                self.b1.move_to_end(key)
+            elif key in self.b2:
+                delta = max(1.0, len(self.b1) / len(self.b2))
+                self.target_t1 = max(self.target_t1 - delta, 0.0)
+                self.b2.move_to_end(key)
+
+    def on_request_finished(self, keys: Sequence[int], insertion_only: Collection[int],
+                            reused: Collection[int]) -> None:
+        t1, t2 = self.t1, self.t2
+        for key in reversed(keys):
+            if key in insertion_only:  # a store is no frequency hit: keep its list, restore recency
+                if key in t1:
+                    t1.move_to_end(key)
+                elif key in t2:
+                    t2.move_to_end(key)
+                continue
+            if key in reused:
+                if key in t1:
+                    del t1[key]
+                    t2[key] = None
+                elif key in t2:
+                    t2.move_to_end(key)
+
+    def evict(self, n: int, protected: Collection[int], evictable: Evictable) -> list[int] | None:
+        if n <= 0:
+            return []
+
+        def next_candidate(entries: Iterator[int]) -> int | None:
+            for key in entries:
+                if key not in protected and evictable(key):
+                    return key
+            return None
+
+        t1_iter, t2_iter = iter(self.t1), iter(self.t2)  # monotonic scans, as vLLM
+        virtual_t1 = len(self.t1)
+        chosen: list[tuple[int, bool]] = []  # (key, from T1)
+        for _ in range(n):
+            found: tuple[int, bool] | None = None
+            if virtual_t1 >= int(self.target_t1):
+                key = next_candidate(t1_iter)
+                if key is not None:
+                    found = (key, True)
+                    virtual_t1 -= 1
+            if found is None:
+                key = next_candidate(t2_iter)
+                if key is not None:
+                    found = (key, False)
+            if found is None:
+                key = next_candidate(t1_iter)
+                if key is None:
+                    return None
+                found = (key, True)
+                virtual_t1 -= 1
+            chosen.append(found)
+        for key, from_t1 in chosen:
+            if from_t1:
+                del self.t1[key]
+                self.b1[key] = None
+            else:
+                del self.t2[key]
+                self.b2[key] = None
+        for ghost in (self.b1, self.b2):
+            for _ in range(len(ghost) - self.capacity):
+                ghost.popitem(last=False)
+        return [key for key, _from_t1 in chosen]
+
+    def clear(self) -> None:
         for od in (self.t1, self.t2, self.b1, self.b2):
-            od.pop(key, None)
+            od.clear()
+        self.target_t1 = 0.0
 
 
-def make_policy(name: str, capacity: int, pinned: Callable[[int], bool]) -> LruPolicy | ArcPolicy:
+def make_policy(name: str, capacity: int) -> LruPolicy | ArcPolicy:
     """``lru`` or ``arc``."""
     if name == "lru":
-        return LruPolicy(capacity, pinned)
+        return LruPolicy(capacity)
     if name == "arc":
-        return ArcPolicy(capacity, pinned)
+        return ArcPolicy(capacity)
     raise ValueError(f"unknown eviction_policy {name!r} (expected 'lru' or 'arc')")

@@ -58,6 +58,21 @@ def test_steps_benchmark_upload_summary_and_gate() -> None:
             "Remove leftover servers and containers"} <= set(always)
 
 
+def test_job_summary_carries_the_drift_report() -> None:
+    """`harness index` writes drift.md next to index.html; the job summary appends it, and the artifact keeps it."""
+    index_step = next(s for s in steps() if s["name"].startswith("Results index"))
+    assert 'harness index "$RESULTS"' in index_step["run"]
+    summary = next(s for s in steps() if s["name"] == "Job summary")
+    assert re.search(r'cat "\$RESULTS/drift\.md"; \} >> "\$GITHUB_STEP_SUMMARY"', summary["run"])
+    assert 'if [ -f "$RESULTS/drift.md" ]' in summary["run"]  # a missing file is said, not an error
+    names = [s["name"] for s in steps()]
+    assert names.index("Results index (history of every run on this runner)") < names.index("Job summary")
+    collect = next(s for s in steps() if s["name"] == "Collect artifacts")
+    assert "drift.md" in collect["run"]
+    gate = steps()[-1]["run"]
+    assert "drift" not in gate  # drift informs; only the verdict fails the job
+
+
 def test_shell_steps_pass_shellcheck(tmp_path: Path) -> None:
     shellcheck = shutil.which("shellcheck")
     if shellcheck is None:

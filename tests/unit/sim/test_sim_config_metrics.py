@@ -160,6 +160,7 @@ def test_trtllm_json_queue_drains() -> None:
 
 def test_unmodelled_connector_keys_are_reported() -> None:
     text = json.dumps({"kv_connector": "OffloadingConnector", "kv_connector_extra_config": {
-        "cpu_bytes_to_use": 2**30, "blocks_per_chunk": 2, "store_threshold": 2}})
+        "cpu_bytes_to_use": 2**30, "blocks_per_chunk": 2, "store_threshold": 2, "max_tracker_size": 10}})
     cfg = parse_kv_transfer_config(text, 16, None)
-    assert cfg.chunk_blocks == 2 and cfg.ignored_keys == ("store_threshold",)
+    assert cfg.chunk_blocks == 2 and cfg.store_threshold == 2  # modelled, as vLLM's CPUOffloadingManager
+    assert cfg.ignored_keys == ("max_tracker_size",)

@@ -179,11 +179,12 @@ def test_run_checks_runs_every_check_in_order(tmp_path: Path) -> None:
     items = run_checks(scenario, host=FakeHostFacts())
     names = list(dict.fromkeys(i.name for i in items))
     assert names == ["pinned-image", "arm-order", "tier-offload", "one-dimension", "weight-offload", "extra-args",
-                     "lengths", "host-headroom", "disk-tier", "disk-tier-cap", "shm", "tier-blocks", "gpu-runtime"]
+                     "lengths", "host-headroom", "disk-tier", "disk-tier-cap", "shm", "tier-blocks",
+                     "tier-capacity", "gpu-runtime"]
     assert not has_errors(items)
     assert list(ALL_CHECKS) == ["pinned-image", "arm-order", "tier-offload", "one-dimension", "weight-offload",
                                 "extra-args", "trtllm-release", "served-name", "lengths", "host-headroom",
-                                "disk-tier", "shm", "tier-blocks", "gpu-runtime", "env-refs", "trace"]
+                                "disk-tier", "shm", "tier-blocks", "tier-capacity", "gpu-runtime", "env-refs", "trace"]
     assert has_errors(run_checks(scenario, host=FakeHostFacts(mem_available=GIB)))
 
 
