@@ -121,6 +121,19 @@ def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
     return float(cached.median()) if len(cached) else None
 
 
+SIM_LAG_SHARE = 0.05  # a simulated step that lost more than this share of its time to the simulator's own CPU
+
+
+def sim_lag_warning(arm: str, step: StepSummary, behind_s: float | None) -> str | None:
+    """A warning when the simulator fell behind the wall clock for a noticeable share of a step (its own CPU on this
+    host): every latency it served then is longer than the modelled physics, by about that share."""
+    if behind_s is None or step.duration_s <= 0 or behind_s <= SIM_LAG_SHARE * step.duration_s:
+        return None
+    return (f"{arm} step {step.index}: the simulator fell {behind_s:.2f} s behind the wall clock in "
+            f"{step.duration_s:.0f} s ({behind_s / step.duration_s:.0%}): its own CPU on this host, not modelled "
+            "physics; this step's latencies and throughput are worse than the model by about that share")
+
+
 def _steps_with_spans(steps: list[StepSummary], spans: dict[int, StepEntry], arm: str,
                       warnings: list[str]) -> None:
     """Client health, planned duration and early stops from the step journal."""
@@ -135,6 +148,9 @@ def _steps_with_spans(steps: list[StepSummary], spans: dict[int, StepEntry], arm
         step.planned_duration_s = span.planned_duration_s
         step.ended_early = span.ended_early
         step.stop_reason = span.stop_reason or None
+        lag = sim_lag_warning(arm, step, span.sim_behind_s)
+        if lag is not None:
+            warnings.append(lag)
 
 
 def _load_time(arm_steps: list[list[StepSummary]]) -> LoadTime:

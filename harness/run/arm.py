@@ -26,6 +26,7 @@ from harness.run.context import RunContext
 from harness.run.drills import run_drills
 from harness.run.external_arm import attach, wait_attached_ready
 from harness.run.live_guard import verify
+from harness.run.sim_lag import lag_during, sim_behind_s
 from harness.rundir import journal
 from harness.rundir.entries import StepEntry
 from harness.rundir.records import WARMUP_STEP
@@ -248,8 +249,10 @@ class ArmRunner:
                      (f" for {level.duration_s:g} s" if level.duration_s else f", {level.requests} requests"))
         scraper.scrape_now(f"step-{index}-start")
         req = self.step_run(server.base_url, tokenizer, index, label, level, **extra)
+        behind_before = sim_behind_s(server.base_url, self.spec)
         outcome = run_step(req, self.ctx.cancel)
         scraper.scrape_now(f"step-{index}-end")
+        behind = lag_during(behind_before, sim_behind_s(server.base_url, self.spec))
         if self.ctx.cancel.is_set() or outcome.interrupted:
             raise ArmInterrupted
         dead = not server.alive()
@@ -261,6 +264,7 @@ class ArmRunner:
             partial=bool(dead or outcome.error), error=outcome.error, recorded_at=time.time(),
             planned_duration_s=level.duration_s,
             ended_early=outcome.ended_early, stop_reason=outcome.stop_reason, attempt=req.attempt,
+            sim_behind_s=behind,
             **{k: v for k, v in extra.items() if k in ("drill", "drill_phase")}, **(journal_extra or {})))
         if outcome.ended_early:
             self.ctx.say(f"[{self.arm.name}] {what} ended early: {outcome.stop_reason}")

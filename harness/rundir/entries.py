@@ -75,6 +75,7 @@ class StepEntry(JournalLine):
     drill_run: str | None = None
     drill_number: int | None = None
     search: ProbeSearch | None = None
+    sim_behind_s: float | None = Field(default=None, ge=0)  # the simulator's time lost to its own CPU in the step
 
     @model_validator(mode="after")
     def _span(self) -> StepEntry:

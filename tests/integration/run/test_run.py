@@ -48,6 +48,8 @@ def test_run_writes_summary_with_decisions_for_every_arm(short_scenario: Callabl
             assert step["ttft_ms"]["p99"] is not None
     assert summary["simulated"] is True
     assert result.exit_code == EXIT_BY_VERDICT[summary["verdict"]]
+    spans = [json.loads(line) for line in (result.run_dir / "steps.jsonl").read_text().splitlines()]
+    assert spans and all(isinstance(e.get("sim_behind_s"), float) for e in spans)  # the simulator's own lag, per step
     for name in ("report.html", "summary.md", "junit.xml", "requests.parquet", "manifest.json"):
         assert (result.run_dir / name).exists(), name
     assert not _children_named("harness.sim"), "a simulator process was left running"
