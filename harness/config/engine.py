@@ -9,12 +9,13 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
 from harness.config.env_refs import EnvValue
-from harness.config.text import EnvName, Name, PathText
+from harness.config.text import EnvName, Name, PathText, no_control
 
 EngineKind = Literal["vllm", "trtllm", "sim"]
 LauncherKind = Literal["docker", "process", "external"]
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_BLANK_RE = re.compile(r"\s")
 _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 # docker run --gpus: 'all', a count, or device ids ('0,1', 'device=2', GPU UUIDs).
 _GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
@@ -86,6 +87,22 @@ class EngineSpec(StrictModel):
     sim_args: list[str] = Field(default_factory=list, description="extra simulator flags (faults, seeds)")
     sim_noise: SimNoise | None = Field(default=None, description="seeded timing noise of the simulator (off "
                                        "when absent)")
+
+    @field_validator("image")
+    @classmethod
+    def _image_reference(cls, value: str | None) -> str | None:
+        """An image reference lands as an argument of ``docker run`` (the validation, compose files): one that
+        starts with ``-`` would be read as a flag (``--privileged``), a blank or control character splits or hides
+        it."""
+        if value is None:
+            return value
+        no_control(value)
+        if not value or _BLANK_RE.search(value):
+            raise ValueError("an image reference has no spaces or blanks, e.g. vllm/vllm-openai:v0.32.0")
+        if value.startswith("-"):
+            raise ValueError(f"{value[:80]!r} starts with '-', which docker would read as an option, not an image: "
+                             "give an image reference such as vllm/vllm-openai:v0.32.0")
+        return value
 
     @field_validator("image_digest")
     @classmethod

@@ -19,6 +19,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from harness.secrets.forms import mask_text
 from harness.secrets.names import is_secret_name
 
 _MAX_SHOWN = 80
@@ -121,16 +122,17 @@ _REPR.maxstring, _REPR.maxother, _REPR.maxlong = _MAX_SHOWN, _MAX_SHOWN, 40
 
 
 def _shown(value: Any) -> str:
-    """The input echoed in a message: bounded before it is built (a shared structure is never expanded)."""
-    text = _REPR.repr(value)
+    """The input echoed in a message: bounded before it is built (a shared structure is never expanded), URL
+    credentials and credential headers masked (a refusal never shows what it refuses)."""
+    text = _REPR.repr(mask_text(value) if isinstance(value, str) else value)
     return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 def may_hold_secret(loc: Iterable[Any]) -> bool:
-    """A field (path parts) whose value is never echoed in an error: environment values, command-line arguments,
-    secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
+    """A field (path parts) whose value is never echoed in an error: environment values, command-line arguments
+    and shell commands, secret-looking keys (their values can be tokens, and errors reach the terminal and CI logs)."""
     names = [str(part) for part in loc]
-    return any(n.lower() == "env" or n.lower().endswith("args") or is_secret_name(n) for n in names)
+    return any(n.lower() == "env" or n.lower().endswith(("args", "command")) or is_secret_name(n) for n in names)
 
 
 def _size_hint(limit: Any) -> str:

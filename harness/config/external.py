@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
-from harness.secrets.flags import secret_flag_values
+from harness.secrets.shell import shell_secret_values
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOPBACK_NAMES = {"localhost": "127.0.0.1", "::1": "127.0.0.1", "[::1]": "127.0.0.1"}
@@ -92,11 +92,12 @@ def server_key(url: str) -> tuple[str, str, int]:
 
 
 def command_secret_values(server: ExternalServer | None) -> list[str]:
-    """Values of secret-looking flags on the server's commands (``--token X``), for the run's redactor."""
+    """The secrets on the server's commands (``--token X``, ``curl -u user:X``, ``DB_PASSWORD=X cmd``...: the rule
+    is in :mod:`harness.secrets.shell`), for the run's redactor."""
     if server is None:
         return []
     out: list[str] = []
     for command in (server.restart_command, server.clear_cache_command):
         if command:
-            out += secret_flag_values(shlex.split(command))
+            out += shell_secret_values(command)
     return out

@@ -18,6 +18,7 @@ from harness.config.load import LoadSpec
 from harness.config.rules import RulesSpec, SloSpec
 from harness.config.steps import StepsSpec
 from harness.config.text import Name
+from harness.config.value import ValueSpec
 from harness.config.workload import WorkloadSpec
 
 
@@ -35,6 +36,7 @@ class Scenario(StrictModel):
     drills: list[Drill] = Field(default_factory=list)
     checks: ChecksSpec = Field(default_factory=ChecksSpec)
     load: LoadSpec = Field(default_factory=LoadSpec)
+    value: ValueSpec | None = None  # what the tier is worth (harness.config.value); None: capacity alone
     _source_file: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")

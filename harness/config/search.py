@@ -16,6 +16,7 @@ from pydantic import Field, field_validator, model_validator
 
 from harness.config.base import StrictModel
 from harness.config.rules import LatencyMetric
+from harness.core.limits import MAX_RATE_RPS, MAX_STEP_REQUESTS, MAX_STEP_S, MAX_THINK_S
 
 SearchKind = Literal["concurrency", "rate"]
 _RATIO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
@@ -29,13 +30,14 @@ class SearchSpec(StrictModel):
     budget_ms: float = Field(gt=0, le=3_600_000, description="the SLO the percentile must meet")
     kind: SearchKind | None = Field(default=None, description="concurrency (users) or rate (requests/s); default: "
                                     "the kind of steps.levels")
-    low: float = Field(gt=0, le=1_000_000, description="the first probe's load")
-    high: float = Field(gt=0, le=1_000_000, description="the highest load probed")
+    low: float = Field(gt=0, le=MAX_RATE_RPS, description="the first probe's load")
+    high: float = Field(gt=0, le=MAX_RATE_RPS, description="the highest load probed (a concurrency search: "
+                        "100,000 users at most, as steps.levels)")
     resolution: float | str = Field(default="25%", description="stop bisecting when the bracket is this narrow: "
                                     "an absolute load (4) or a ratio of its lower end ('25%')")
     growth: float = Field(default=2.0, ge=1.1, le=16, description="the rising probes' load factor")
-    probe_duration_s: float = Field(default=30.0, gt=0, le=86_400)
-    probe_requests: int | None = Field(default=None, ge=1, le=100_000_000, description="a probe also ends after "
+    probe_duration_s: float = Field(default=30.0, gt=0, le=MAX_STEP_S)
+    probe_requests: int | None = Field(default=None, ge=1, le=MAX_STEP_REQUESTS, description="a probe also ends after "
                                        "this many requests")
     extend_factor: float = Field(default=2.0, ge=1.0, le=10, description="an unresolved probe is re-run once this "
                                  "many times as long (1: no re-run)")
@@ -44,7 +46,7 @@ class SearchSpec(StrictModel):
                                        "many seconds of the arm's search")
     max_error_rate: float = Field(default=0.01, ge=0, le=1, description="a probe with a larger share of failed "
                                   "requests does not meet, whatever its latency")
-    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="a closed-loop search only: each user's "
+    think_time_s: float = Field(default=0.0, ge=0, le=MAX_THINK_S, description="a closed-loop search only: each user's "
                                 "pause after its previous request ended")
 
     @field_validator("resolution")
@@ -65,6 +67,14 @@ class SearchSpec(StrictModel):
     def _range(self) -> SearchSpec:
         if self.high < self.low:
             raise ValueError(f"high ({self.high:g}) is below low ({self.low:g})")
+        longest = self.probe_duration_s * self.extend_factor  # a re-run probe is a step of this length
+        if longest > MAX_STEP_S:
+            raise ValueError(f"probe_duration_s x extend_factor ({longest:g} s, an unresolved probe's re-run) is "
+                             f"above {MAX_STEP_S:g} s, the longest step: lower one of them")
+        if self.probe_requests is not None and int(self.probe_requests * self.extend_factor) > MAX_STEP_REQUESTS:
+            raise ValueError(f"probe_requests x extend_factor ({int(self.probe_requests * self.extend_factor):,}, "
+                             f"an unresolved probe's re-run) is above {MAX_STEP_REQUESTS:,}, the most one step "
+                             "sends: lower one of them")
         return self
 
     @property

@@ -6,16 +6,17 @@ from pydantic import Field, model_validator
 
 from harness.config.base import StrictModel
 from harness.config.search import SearchSpec
+from harness.core.limits import MAX_CONCURRENCY, MAX_RATE_RPS, MAX_STEP_REQUESTS, MAX_STEP_S, MAX_THINK_S
 
 
 class StepLevel(StrictModel):
     """One load level: closed-loop ``concurrency`` users or an open-loop Poisson ``rate_rps``."""
 
-    concurrency: int | None = Field(default=None, ge=1, le=100_000)
-    rate_rps: float | None = Field(default=None, gt=0, le=1_000_000)
-    duration_s: float | None = Field(default=None, gt=0, le=86_400)
-    requests: int | None = Field(default=None, ge=1, le=100_000_000)
-    think_time_s: float = Field(default=0.0, ge=0, le=3600, description="closed loop only: each user's pause "
+    concurrency: int | None = Field(default=None, ge=1, le=MAX_CONCURRENCY)
+    rate_rps: float | None = Field(default=None, gt=0, le=MAX_RATE_RPS)
+    duration_s: float | None = Field(default=None, gt=0, le=MAX_STEP_S)
+    requests: int | None = Field(default=None, ge=1, le=MAX_STEP_REQUESTS)
+    think_time_s: float = Field(default=0.0, ge=0, le=MAX_THINK_S, description="closed loop only: each user's pause "
                                 "after its previous request ended")
     expected_rps: float | None = Field(default=None, gt=0, le=1_000_000, description="completed requests per "
                                        "second you expect at this level (per arm), for `harness plan`'s power "
@@ -95,6 +96,9 @@ class StepsSpec(StrictModel):
         if search is not None and self.search_kind == "concurrency" and (search.low != int(search.low)
                                                                         or search.high != int(search.high)):
             raise ValueError("search: low and high are users (a closed-loop search): give whole numbers")
+        if search is not None and self.search_kind == "concurrency" and search.high > MAX_CONCURRENCY:
+            raise ValueError(f"search.high ({search.high:g}) is above {MAX_CONCURRENCY:,} users, the most one step "
+                             "(a capacity probe) can run: lower it")
         if search is not None and self.search_kind == "rate" and search.think_time_s > 0:
             raise ValueError("search.think_time_s applies to a closed-loop search (kind: concurrency) only: a rate "
                              "search's arrivals do not wait for answers; remove it")

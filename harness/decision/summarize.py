@@ -17,14 +17,18 @@ from harness.config import load_scenario
 from harness.config.scenario import Scenario
 from harness.decision.break_even import break_even
 from harness.decision.capacity_summary import capacity_section
+from harness.decision.cold_start import cold_start_of, cold_start_rule
 from harness.decision.decide import decide_arm, mark_shared, verdict
 from harness.decision.drills import drill_results
 from harness.decision.effects import budget_hints, effect_rows, mark_deciding, settle_hints
 from harness.decision.evaluate import ArmData, ArmEvaluation, evaluate_arm
+from harness.decision.hit_prediction import attach_proofs
 from harness.decision.live_config import live_config_checks
 from harness.decision.noise_floor import noise_floor, statistics_note
+from harness.decision.records_check import missing_records, records_verdict
 from harness.decision.rules.causal import fit_rule
 from harness.decision.rules.fit import fit_screen, reuse_share
+from harness.decision.value import value_section
 from harness.rundir.attempts import counted_entries, counted_rows
 from harness.rundir.entries import ArmEvent, StepEntry
 from harness.rundir.journal import read_arm_events, read_step_entries
@@ -206,13 +210,21 @@ def rebuild_summary(run_dir: Path) -> Summary:
                      tier_steps={d.name: d.steps for d in data[1:]}, validation=validation)
     fit_results = [fit_rule(fit)] if scenario.rules.fit_screen_decides else []
     arms = [base_summary]
+    proofs = {a.name: cold_start_of(events, a.name) for a in scenario.arms}  # proof of state at each arm's start
     for index in range(1, len(scenario.arms)):
         shared = evaluated[0].breached | evaluated[index - 1].breached
+        cold = cold_start_rule(proofs[scenario.arms[index].name])  # a start not shown cold holds the arm
         arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
-                                 fit_results, shared))
+                                 fit_results + ([cold] if cold is not None else []), shared))
+    fit += attach_proofs(scenario, arms, all_df, validation, proofs, events, warnings)  # predicted vs measured hits
     outcome = verdict(arms)
+    gaps = missing_records(run, journaled, all_df)  # records the journal counts but that cannot be read
+    if gaps:
+        warnings += gaps
+        outcome = records_verdict(gaps)
     drills = drill_results(run, scenario, all_df, journaled)
     capacity = capacity_section(scenario, all_df, step_entries)  # steps.search: informs, not in the verdict
+    value = value_section(scenario, df, all_df, step_entries, arms, capacity, validation)  # value:, informs
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
                         "did not carry over into the resumed steps")
@@ -225,9 +237,9 @@ def rebuild_summary(run_dir: Path) -> Summary:
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,
         slo=scenario.slo.model_dump(), arms=arms, fit_screen=fit, checks=checks,
         validation=validation, drills=drills,
-        noise_floor=floor, capacity=capacity, load_time=_load_time([a.steps for a in arms] + extra_steps),
+        noise_floor=floor, capacity=capacity, value=value, load_time=_load_time([a.steps for a in arms] + extra_steps),
         statistics=statistics_note(scenario, looks),
-        warnings=warnings, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),
+        warnings=warnings, records_missing=gaps, missing_metrics=sorted(set(missing)), host=manifest.get("host", {}),
         versions=manifest.get("versions", {}), files=_files(run),
     )
 

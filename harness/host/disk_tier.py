@@ -7,7 +7,9 @@ that carry its marker, never the marker itself, and never follows a symbolic lin
 
 A marker counts only when :mod:`harness.host.markers` vouches for it (this user's harness wrote it, on this
 host, for this very directory): a directory with a copied, hand-made or old-format marker is foreign, with the
-reason, and nothing in it is touched.
+reason, and nothing in it is touched. A valid marker vouches for the directory, not for what is in it: every entry
+must be one the harness (the engine it launched for the tier) wrote, :mod:`harness.host.tier_ledger`; a marked
+directory holding anything else is foreign too (the entries named by path), and nothing is emptied.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from harness.host.labels import DISK_TIER_MARKER
 from harness.host.markers import check_marker, write_marker
+from harness.host.tier_ledger import check_contents, close_session, open_session
 
 _SYSTEM_DIRS = {"/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/opt", "/proc", "/root",
                 "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var", "/mnt", "/media", "/var/tmp", "/var/lib",
@@ -76,25 +79,35 @@ WHAT_TO_DO = ("give an empty or new directory; or, if everything in it may be de
               "marker included) and run again")
 
 
-def inspect(path: Path) -> tuple[str, str]:
-    """The directory's :func:`ownership` state and, for ``foreign``, why it is not the harness's."""
+def _inspect(path: Path) -> tuple[str, str, bool]:
+    """(state, why, whether the harness's own marker is there)."""
     try:
         if not path.exists() and not path.is_symlink():
-            return "absent", ""
+            return "absent", "", False
         if path.is_symlink() or not path.is_dir():
-            return "foreign", NO_MARKER_FILES
+            return "foreign", NO_MARKER_FILES, False
         marker = path / DISK_TIER_MARKER
         if marker.exists() or marker.is_symlink():
             check = check_marker(path)
-            if check.valid:
-                return "ours", ""
-            return "foreign", f"carries a {DISK_TIER_MARKER} marker the harness did not write for it: {check.reason}"
+            if not check.valid:
+                return ("foreign", f"carries a {DISK_TIER_MARKER} marker the harness did not write for it: "
+                        f"{check.reason}", False)
+            contents = check_contents(path, check.nonce)
+            if contents.foreign or contents.overflow:
+                return "foreign", contents.describe(), True
+            return "ours", "", True
         with os.scandir(path) as entries:
             for _ in entries:
-                return "foreign", NO_MARKER_FILES
+                return "foreign", NO_MARKER_FILES, False
     except OSError:
-        return "unreadable", ""
-    return "empty", ""
+        return "unreadable", "", False
+    return "empty", "", False
+
+
+def inspect(path: Path) -> tuple[str, str]:
+    """The directory's :func:`ownership` state and, for ``foreign``, why it is not the harness's."""
+    state, why, _marked = _inspect(path)
+    return state, why
 
 
 def ownership(path: Path) -> str:
@@ -124,6 +137,24 @@ def claim(path: Path, run_id: str) -> None:
         return
     path.mkdir(parents=True, exist_ok=True)
     write_marker(path, run_id)
+
+
+def begin_session(path: Path, engine: str, run_id: str) -> Callable[[], None]:
+    """Record that an engine of kind ``engine`` the harness launches now writes into ``path`` (the harness's own
+    directory); returns what ends the session (call it once the server has stopped)."""
+    check = check_marker(path)
+    if not check.valid:
+        raise DiskTierError(f"{path}: {check.reason}")
+    nonce = check.nonce
+    started = open_session(nonce, engine, run_id)
+    done: list[bool] = []
+
+    def end() -> None:
+        if not done:
+            done.append(True)
+            close_session(nonce, started)
+
+    return end
 
 
 def _gone(action: Callable[[str], None], path: str) -> int:
@@ -159,7 +190,9 @@ def clear_contents(path: Path) -> int:
     Raises :class:`DiskTierError` for a directory without the harness's marker.
     """
     validate_root_dir(str(path))
-    state, why = inspect(path)
+    state, why, marked = _inspect(path)
+    if state != "ours" and marked:
+        raise DiskTierError(f"refusing to delete in {path}: it {why}; nothing in it was touched")
     if state != "ours":
         detail = why if why and why != NO_MARKER_FILES else f"{DISK_TIER_MARKER} is missing"
         raise DiskTierError(f"refusing to delete in {path}: it is not marked as created by the harness ({detail})")

@@ -22,9 +22,9 @@ Alive = Callable[[int, float], bool]
 
 @dataclass(frozen=True)
 class Leftover:
-    """One server process, container or temporary directory a run left."""
+    """One server process, container or temporary directory (load runners, a step's spec) a run left."""
 
-    kind: str        # process | container | runner-dir
+    kind: str        # process | container | runner-dir | step-dir
     run_id: str      # "" for a load-runner directory (it belongs to a harness process, not a run)
     state: str       # live | stale | unknown | gone
     what: str        # one line naming it

@@ -41,6 +41,7 @@ class MarkerCheck:
     valid: bool
     reason: str = ""
     run_id: str = ""
+    nonce: str = ""  # of a valid marker: keys its ledger entries (:mod:`.tier_ledger`)
 
 
 def ledger_dir() -> Path:
@@ -77,6 +78,8 @@ def _prune_ledger(ledger: Path) -> None:
             if entry is not None and not os.path.isdir(str(entry.get("path", ""))):
                 with contextlib.suppress(OSError):
                     os.unlink(item.path)
+                with contextlib.suppress(OSError):  # its engine sessions (harness.host.tier_ledger)
+                    os.unlink(item.path[: -len(".json")] + ".sessions")
 
 
 def _write_new(target: Path, text: str) -> None:
@@ -133,4 +136,4 @@ def check_marker(path: Path) -> MarkerCheck:
     if (entry.get("dev"), entry.get("ino")) != (info.st_dev, info.st_ino):
         return MarkerCheck(False, "it is not the directory the marker was made in (it was removed and made again, "
                                   "or its marker copied from there)", run)
-    return MarkerCheck(True, "", run)
+    return MarkerCheck(True, "", run, nonce)

@@ -21,7 +21,7 @@ from harness.engines.spec import LaunchSpec
 from harness.host.docker_host import publish_host
 from harness.host.labels import ARM_LABEL
 from harness.launch.docker import ENGINE_LABEL
-from harness.secrets.flags import reference_name, value_slots
+from harness.secrets.flags import mask_embedded, reference_name, value_slots
 
 SERVICE = "engine"
 CONFIG_DIR = "config"
@@ -94,7 +94,7 @@ def _with_references(args: list[str], quote: Callable[[str], str], ref: Callable
             prefix, flag, value = slots[i]
             out.append((quote(prefix) if prefix else "") + ref(reference_name(flag, value)))
         else:
-            out.append(quote(arg))
+            out.append(quote(mask_embedded(arg)))  # secrets inside a JSON or URL value: masked
     return out
 
 

@@ -4,8 +4,9 @@ Starting one is attaching to it: nothing is run, no pid file is written and no c
 ``harness cleanup`` never sees it, and an interrupted run leaves it running. :meth:`ExternalServer.stop` only lets
 go of it. The user's ``restart_command`` / ``clear_cache_command`` (the only ways the harness acts on such a
 server, and only when a drill asks) run through :func:`run_command`: ``/bin/sh -c`` in a new session, bounded by
-``command_timeout_s`` (then the command's process group is killed), cancelled by Ctrl-C, its output redacted into
-the arm's log and the last lines kept as the server's log tail.
+``command_timeout_s`` (then the command's process group is killed), cancelled by Ctrl-C, the command line (its
+secrets masked in every form, :mod:`harness.secrets.shell`) and its output redacted into the arm's log and the
+last lines kept as the server's log tail.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from harness.config.external import ExternalServer as ServerConfig
 from harness.engines.spec import LaunchSpec, MetricsEndpoint
 from harness.launch.base import LaunchContext
 from harness.secrets.redact import Redactor
+from harness.secrets.shell import mask_shell_command
 
 TAIL_LINES = 200
 OUTPUT_TAIL_BYTES = 1 << 20  # at most this much of a command's output is kept (the end of it)
@@ -99,7 +101,7 @@ def run_command(command: str, what: str, timeout_s: float, log_path: Path, redac
             _kill_group(proc)
         lines = _output_lines(out, redact)
     seconds = time.monotonic() - started
-    _append_log(log_path, [f"[harness] {what} ({redact(command)}):", *lines])
+    _append_log(log_path, [f"[harness] {what} ({redact(mask_shell_command(command))}):", *lines])
     tail.extend(lines)
     if ended is None:
         why = "interrupted" if cancel is not None and cancel.is_set() else f"timed out after {timeout_s:g} s"

@@ -177,6 +177,11 @@ class StepDriver:
     def _may_send(self, planned_ns: int) -> bool:
         return not self.stopping and (self.deadline_ns is None or planned_ns < self.deadline_ns)
 
+    @property
+    def done_users(self) -> int:
+        """Users (or the open-loop dispatcher) whose share of the step has ended."""
+        return self._done_users
+
     def _user_done(self) -> None:
         for _ in range(100):  # a kill aimed at a request that had just ended may land here: absorb it
             try:

@@ -31,6 +31,7 @@ import typer
 from harness.core.net.bounded import BodyTooLarge, FetchError, afetch, capped_client
 from harness.core.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES
 from harness.core.term import safe_text
+from harness.secrets.forms import mask_text
 from harness.workload.text import filler, key_words, stable_key
 from harness.workload.tokens import server_root
 
@@ -80,13 +81,13 @@ class ProbeReport:
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"url": self.url, "model": self.model, "ok": self.ok, "credential_sent_from": self.credential,
-                "checks": [asdict(c) for c in self.checks]}
+        return {"url": mask_text(self.url), "model": self.model, "ok": self.ok,
+                "credential_sent_from": self.credential, "checks": [asdict(c) for c in self.checks]}
 
     def render(self) -> str:
         """Human-readable lines; everything the server sent is made safe for the terminal."""
         marks = {"ok": "ok  ", "warn": "warn", "fail": "FAIL", "skip": "skip"}
-        lines = [f"probe {self.url} (model: {self.model or 'unknown'})",
+        lines = [f"probe {mask_text(self.url)} (model: {self.model or 'unknown'})",
                  f"credential: Authorization: Bearer ${self.credential} was sent" if self.credential else
                  "credential: none sent (--api-key-env NAME sends one)"]
         lines += [f"  [{marks[c.status]}] {c.name}{' (essential)' if c.essential else ''}: {c.detail}"

@@ -96,6 +96,7 @@ class RunnerOutcome(_Model):
     send_lag_ms_p99: float | None = None
     send_lag_ms_max: float | None = None
     warnings: list[str] = Field(default_factory=list)
+    layout_notes: list[str] = Field(default_factory=list)  # about the step's processes (also in ``warnings``)
     parts: list[str] = Field(default_factory=list)
     ended_early: bool = False  # sending ended at a sequential look (the step's decision was settled)
     workers: list[WorkerReport] = Field(default_factory=list)  # each load process (one entry in one-process mode)

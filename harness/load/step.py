@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +28,7 @@ import pyarrow.parquet as pq
 from harness.config.load import FIRST_TOKEN_DELAY_P99_MS
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
+from harness.host.tempdirs import step_dir
 from harness.load.health import assess, delay_percentiles
 from harness.load.runners import POOL, Runner
 from harness.load.spec import ClientKind, RunnerOutcome, StepSpec
@@ -223,7 +223,8 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
         POOL.note_remote(req.master_bind_host, req.master_port, req.remote_workers, req.worker_wait_s)
     runner = POOL.take()
     log_start = runner.log_size()
-    with tempfile.TemporaryDirectory(prefix="harness-step-") as tmp:
+    # owned and labelled (pid + run id, 0700): `harness cleanup` finds the ones a killed harness left
+    with step_dir(run_id=req.records_dir.parent.parent.name) as tmp:
         spec_path, outcome_path = Path(tmp, "spec.json"), Path(tmp, "outcome.json")
         spec_path.write_text(_spec(req, outcome_path).model_dump_json(), encoding="utf-8")
         start_ns, start_wall = time.perf_counter_ns(), time.time_ns()
@@ -257,6 +258,7 @@ def run_step(req: StepRun, cancel: threading.Event | None = None) -> StepOutcome
                     first_token_delay=delay,
                     delay_limit_ms=req.first_token_delay_p99_ms)
     health.plan_fingerprint = result.plan_fingerprint
+    health.layout_note = "; ".join(result.layout_notes) or None  # journaled with the step, shown in the reports
     warnings = list(result.warnings) + ([health.note] if health.note else [])
     for warning in warnings:
         log.warning("%s step %s: %s", req.arm, req.step_label, warning)

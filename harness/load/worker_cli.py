@@ -6,7 +6,10 @@ process by a parent watchdog), waits for the next step's master between steps, a
 
 - exit 0 when the master says the run is over (the harness does so at the end of a run), or when no master came
   for ``--idle-timeout`` seconds after at least one step was served;
-- exit 4 when no master came at all within ``--idle-timeout`` seconds, or a worker process failed;
+- exit 4 when no master came at all within ``--idle-timeout`` seconds (or what answers at ``--master`` is not a
+  locust master: each handshake gets only what is left of the idle timeout), or a worker process failed;
+- a worker that came after a step's workers were fixed is refused by that step's master: it says so and tries
+  again after :data:`REFUSED_PAUSE_S`;
 - exit 2 for a bad ``--master``; exit 130 on Ctrl-C (the current step's records are sent first, within a few s).
 
 This process never imports locust or gevent. Text from the master (arm and step names) is shown through
@@ -31,13 +34,15 @@ import typer
 from harness.config.load import valid_bind_host
 from harness.core.term import safe_text
 from harness.host.watchdog import child_env
+from harness.load.protocol import INTERRUPTED, NO_MASTER, NOT_A_MASTER, REFUSED, STEP_SERVED
+from harness.load.protocol import RUN_OVER_EXIT as RUN_OVER
 
-STEP_SERVED, RUN_OVER, NO_MASTER, INTERRUPTED = 0, 3, 5, 130  # as harness.load.worker (which imports locust)
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
 MAX_STEPS = 100_000
 STOP_GRACE_S = 15.0  # after Ctrl-C: the worker halts its share and sends its records
 POLL_S = 0.1
 LOG_TAIL = 10
+REFUSED_PAUSE_S = 5.0  # a refused worker (the step had started without it) waits this long before trying again
 
 
 def parse_master(text: str) -> tuple[str, int]:
@@ -63,6 +68,7 @@ class WorkerLoop:
     def __init__(self, host: str, port: int, idle_timeout_s: float, work_dir: Path) -> None:
         self.host, self.port, self.idle_timeout_s, self.work_dir = host, port, idle_timeout_s, work_dir
         self.served = 0
+        self.not_a_master = False  # something answered at the port, but not a locust master's handshake
 
     def _start(self, timeout_s: float, n: int) -> tuple[subprocess.Popen[bytes], Path, Path]:
         status, log_path = self.work_dir / f"step-{n}.json", self.work_dir / f"worker-{n}.log"
@@ -102,6 +108,12 @@ class WorkerLoop:
                 return EXIT_OK
             elif code == NO_MASTER:
                 break
+            elif code == NOT_A_MASTER:
+                self.not_a_master = True
+            elif code == REFUSED:
+                _say("the master's step went on without this worker (it came late, or the step failed before it "
+                     "started); waiting for the next step")
+                time.sleep(max(0.0, min(REFUSED_PAUSE_S, self.idle_timeout_s - (time.monotonic() - idle_since))))
             elif code == INTERRUPTED:
                 _say("interrupted")
                 return INTERRUPTED
@@ -112,8 +124,12 @@ class WorkerLoop:
             _say(f"no master at {self.host}:{self.port} for {self.idle_timeout_s:g} s after {self.served} step(s); "
                  "ending")
             return EXIT_OK
-        _say(f"no master answered at {self.host}:{self.port} within {self.idle_timeout_s:g} s (is the run started, "
-             "with load.remote_workers and this master_port, and the port open?)")
+        if self.not_a_master:
+            _say(f"something at {self.host}:{self.port} accepts connections but is not a harness run's locust "
+                 f"master (no handshake within {self.idle_timeout_s:g} s): check --master")
+        else:
+            _say(f"no master answered at {self.host}:{self.port} within {self.idle_timeout_s:g} s (is the run "
+                 "started, with load.remote_workers and this master_port, and the port open?)")
         return EXIT_FAILED
 
 

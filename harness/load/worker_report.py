@@ -2,8 +2,9 @@
 
 The one-process runner reports itself; each worker of a master sends the same fields in its ``harness_done``
 message. The plan fingerprint (:func:`harness.workload.plan.plan_fingerprint` over the first
-:data:`FINGERPRINT_PER_STREAM` requests of every stream) is computed after the step, off its clock: a worker
-whose plan differs from the master's (another harness version, another trace file) fails the step.
+:data:`FINGERPRINT_PER_STREAM` requests of every stream) is computed off the step's clock: by the one-process
+runner after the step, by each worker before it (in its ``harness_ready`` answer): a worker whose plan differs from
+the master's (another harness version, another trace file), or that reports none, is refused before it sends.
 """
 
 from __future__ import annotations
@@ -36,12 +37,12 @@ def fingerprint(plan: StepPlan) -> str:
 
 
 def self_report(*, rank: int, pid: int, requests: int, cpu_s: float, wall_s: float, lags_ns: list[int],
-                plan: StepPlan) -> WorkerReport:
-    """This process's report over its share of the step."""
+                plan: StepPlan, plan_fingerprint: str | None = None) -> WorkerReport:
+    """This process's report over its share of the step (``plan_fingerprint``: already computed for ``plan``)."""
     p50, p99, _ = lag_stats_ms(lags_ns)
     return WorkerReport(rank=rank, host=host_name(), pid=pid, requests=requests, cpu_s=round(cpu_s, 4),
                         wall_s=round(wall_s, 4), send_lag_ms_p50=p50, send_lag_ms_p99=p99,
-                        plan_fingerprint=fingerprint(plan))
+                        plan_fingerprint=plan_fingerprint or fingerprint(plan))
 
 
 def from_message(data: dict[str, Any], local_pids: set[int], here: str) -> WorkerReport | None:

@@ -12,13 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.config.scenario import Scenario
 from harness.config.secret_values import scenario_redactor
+from harness.config.steps import StepLevel
 from harness.engines import build_launch_spec
 from harness.engines.shm import shm_need
 from harness.engines.spec import LaunchSpec
 from harness.host.facts import HostFacts
 from harness.plan.capacity import search_plan_lines
 from harness.plan.checks.runner import Mode, has_errors, run_checks
-from harness.plan.load_layout import host_cores
+from harness.plan.load_layout import describe_load, host_cores
 from harness.plan.power import PowerInput, PowerPlan, plan_power, power_checks
 from harness.plan.validate.runner import ValidateOptions, validate_scenario, validation_items
 from harness.schema.summary import CheckItem
@@ -48,6 +49,8 @@ class ArmPlan(BaseModel):
     shm: str | None = Field(default=None, description="the /dev/shm the arm needs and gets, with the figures")
     container: list[str] = Field(default_factory=list, description="container settings: shm_size, ipc, ulimits")
     entrypoint_note: str | None = None
+    server_url: str | None = Field(default=None, description="launcher external: the existing server the arm is "
+                                   "measured on (no command: the harness does not start it)")
     error: str | None = None
 
 
@@ -87,7 +90,9 @@ def arm_launch_specs(scenario: Scenario, host_port: int | None = None) -> dict[s
 
 def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
     """Seconds the run should take (readiness + warm-up + steps + drains + drills per arm)."""
-    per_arm = READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0) + scenario.steps.planned_duration_s()
+    external = scenario.engine.effective_launcher == "external"  # already running: readiness is one poll
+    per_arm = (0.0 if external else READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0)) + \
+        scenario.steps.planned_duration_s()
     per_arm += 2.0 * len(scenario.steps.levels)  # step-boundary scrapes and drains, typical
     if scenario.steps.search is not None:  # its worst case: every other probe re-run longer
         per_arm += scenario.steps.search.worst_case_s() + 2.0 * scenario.steps.search.max_probes
@@ -96,6 +101,14 @@ def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
     if any(level.duration_s is None for level in scenario.steps.levels):
         note = "levels bounded only by a request count are not included in the estimate"
     return per_arm * len(scenario.arms) + drills, note
+
+
+def step_text(level: StepLevel) -> str:
+    """``c16 for 60 s``, ``c16 for 500 req``, ``c16 for 60 s or 500 req, whichever comes first``."""
+    bounds = ([f"{level.duration_s:g} s"] if level.duration_s else []) + \
+        ([f"{level.requests:,} req"] if level.requests else [])
+    tail = ", whichever comes first" if len(bounds) > 1 else ""
+    return f"{level.label} for {' or '.join(bounds)}{tail}"
 
 
 def container_settings(spec: LaunchSpec) -> list[str]:
@@ -128,6 +141,10 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
             arms.append(ArmPlan(**base, command="", argv=[], error=redact(spec)))
             checks.append(CheckItem(name="launch-spec", level="error", arm=arm.name, message=spec))
             continue
+        if engine.effective_launcher == "external":  # an existing deployment: nothing is launched or sized here
+            server = arm.server.base_url if arm.server is not None else None
+            arms.append(ArmPlan(**{**base, "image": None}, command="", argv=[], server_url=server))
+            continue
         volumes = [f"{v.host_path}:{v.container_path}{':ro' if v.read_only else ''} ({v.purpose})"
                    for v in spec.volumes] if engine.effective_launcher == "docker" else []
         docker = engine.effective_launcher == "docker"
@@ -142,10 +159,9 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
     return Plan(scenario=scenario.name, source_file=scenario.source_file, engine=scenario.engine.kind,
                 model=scenario.engine.model,
                 simulated=scenario.engine.kind == "sim", arms=arms,
-                steps=[f"{lvl.label} for " + (f"{lvl.duration_s:g} s" if lvl.duration_s else f"{lvl.requests} req")
-                       for lvl in scenario.steps.levels],
+                steps=[step_text(lvl) for lvl in scenario.steps.levels],
                 search=search_plan_lines(scenario),
-                load=scenario.load.describe(host_cores()),
+                load=describe_load(scenario.load, host_cores()),
                 checks=[c.model_copy(update={"message": redact(c.message)}) for c in checks],
                 estimated_duration_s=duration, duration_note=note, validation=validation,
                 power=power_plan, ok=not has_errors(checks))

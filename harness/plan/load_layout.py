@@ -48,7 +48,8 @@ class LoadLayout:
     def after_step(self, client: ClientHealth, what: str) -> ClientHealth:
         """The step's client health with its layout note; with ``processes: auto``, more processes after a
         saturated step (:attr:`change` says so)."""
-        recorded = client.model_copy(update={"layout_note": self._note})
+        note = "; ".join(n for n in (self._note, client.layout_note) if n) or None
+        recorded = client.model_copy(update={"layout_note": note})
         self._note = self.change = None
         if not (self.spec.auto and client.saturated):
             return recorded
@@ -63,3 +64,27 @@ class LoadLayout:
                            f"load.processes: auto allows here (max_processes, {self.cores} cores): add machines "
                            "(load.remote_workers)")
         return recorded
+
+
+def local_processes(processes: int, remote_workers: int) -> int:
+    """Load processes a step runs on this host: a single process runs here only without remote workers (with them,
+    the master coordinates and the remote workers send)."""
+    return processes if processes > 1 or not remote_workers else 0
+
+
+def describe_load(spec: LoadSpec, cores: int) -> str:
+    """The layout in words for ``harness plan``, e.g. ``2 remote worker(s) (no local load process) joining ...``."""
+    remote = spec.remote_workers
+    if isinstance(spec.processes, int):
+        local = local_processes(spec.processes, remote)
+        text = (f"{local} local process" + ("es" if local != 1 else "")) if local else ""
+    else:
+        cap = min(spec.max_processes or cores, cores)
+        low = local_processes(min(spec.min_processes, cap), remote)
+        text = (f"auto: {low} to {cap} local processes, doubled after a saturated step (host: {cores} cores)"
+                + (", none until then" if low == 0 else ""))
+    if not remote:
+        return text
+    joined = (f"{remote} remote worker(s) joining the master at {spec.master_bind_host}:{spec.master_port} (each "
+              f"step waits up to {spec.worker_wait_s:g} s for them)")
+    return f"{text} + {joined}" if text else f"{joined}; no local load process (the master only coordinates)"

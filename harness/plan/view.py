@@ -37,7 +37,9 @@ def print_plan(plan: Plan, console: Console) -> None:
     for item in plan.checks:
         if item.name == "validation-incomplete":
             console.print(f"[bold yellow]{escape(item.message)}[/]", soft_wrap=True, highlight=False)
-    table = Table(title="Arms (run in order, each on a fresh server)")
+    external = any(arm.launcher == "external" for arm in plan.arms)
+    table = Table(title="Arms (run in order, each on its own existing server, never started here)"
+                  if external else "Arms (run in order, each on a fresh server)")
     for col in ("#", "arm", "tier", "CPU tier", "disk tier", "launcher"):
         table.add_column(col)
     for i, arm in enumerate(plan.arms):
@@ -52,6 +54,11 @@ def print_plan(plan: Plan, console: Console) -> None:
         console.print("[bold]Load per step:[/] " + escape(plan.load))
     resolved_by_arm = {r.arm: resolved_line(r) for r in plan.validation or []}
     for arm in plan.arms:
+        if arm.launcher == "external" and not arm.error:
+            console.print(f"\n[bold]{escape(arm.name)}[/] server: {escape(arm.server_url or '?')} (existing; not "
+                          "started here: its live configuration is compared with the arm before its first step)",
+                          soft_wrap=True, highlight=False)
+            continue
         console.print(f"\n[bold]{escape(arm.name)}[/] command:")
         if arm.error:
             console.print(f"  [red]cannot build: {escape(arm.error)}[/]")

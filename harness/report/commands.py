@@ -93,14 +93,19 @@ def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., 
             "--from-summary", help="render from the existing summary.json instead of recomputing it")] = False,
     ) -> None:
         """Rebuild summary.json, summary.md, junit.xml and report.html from a run directory."""
+        missing: list[str] = []
+
         def work() -> dict[str, Path]:
             check_run_dir(run_dir)
             summary = rebuild(run_dir) if rebuild is not None and not from_summary else None
+            missing.extend(summary.records_missing if summary is not None else [])
             return render_run(run_dir, summary)
 
         written = guarded(f"cannot rebuild the report of {run_dir}", f"harness report {run_dir}", work)
         for name, path in written.items():
             typer.echo(f"{name:6s} {safe_text(path)}")
+        if missing:  # written, and said: no verdict rests on records that are not all there (exit 4, not 1)
+            raise _say_error(f"{run_dir}: {missing[0]}", EXIT_FAILED)
 
     return report_command
 

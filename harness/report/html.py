@@ -9,6 +9,7 @@ from harness.report.charts import Chart, hit_quality_chart, latency_chart, throu
 from harness.report.charts_capacity import capacity_chart
 from harness.report.charts_time import hit_class_chart, windows_chart
 from harness.report.fmt import verdict_title
+from harness.report.forest import forest_plot
 from harness.report.links import raw_links
 from harness.report.templating import html_env, slug
 from harness.schema.summary import Summary
@@ -28,4 +29,5 @@ def render_html(summary: Summary, run_dir: Path | None = None) -> str:
     template = html_env().get_template("report.html.j2")
     arm_ids = [f"arm-{i}-{slug(arm.name)}" for i, arm in enumerate(summary.arms)]
     return template.render(s=summary, verdict_title=verdict_title(summary), charts=build_charts(summary),
-                           links=raw_links(summary, run_dir), arm_ids=arm_ids)
+                           links=raw_links(summary, run_dir), arm_ids=arm_ids,
+                           forest=forest_plot(summary))

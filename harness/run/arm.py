@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.config.arms import Arm
 from harness.config.steps import StepLevel
+from harness.decision.cold_start import CALIBRATION_EVENT
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import LaunchError, RunningServer
 from harness.launch.external import scrape_target
@@ -22,6 +23,7 @@ from harness.plan.load_layout import LoadLayout
 from harness.run.arm_errors import ArmInterrupted, StepProblem
 from harness.run.arm_server import start_fresh, wait_fresh_ready
 from harness.run.capacity import run_search
+from harness.run.cold_start import prove_cold
 from harness.run.context import RunContext
 from harness.run.drills import run_drills
 from harness.run.external_arm import attach, wait_attached_ready
@@ -113,8 +115,10 @@ class ArmRunner:
             host = HostSampler(self.ctx.run.metrics_dir(self.arm.name), self.ctx.scenario.steps.scrape_interval_s,
                                scenario_disk_dirs(self.ctx.scenario.arms))
             host.start()
+            prove_cold(self, server)  # proof of state, before any request that could fill a cache
             tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0,
                                             cancel=self.ctx.cancel)
+            self.ctx.record_arm(self.arm.name, CALIBRATION_EVENT, calibration=tokenizer.model_dump(mode="json"))
             warm = _level_for_warmup(self.ctx)
             if warm is not None:
                 outcome = self.run_journaled_step(server, scraper, tokenizer, WARMUP_STEP, "warmup", warm)

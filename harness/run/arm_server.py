@@ -5,10 +5,16 @@ A fresh arm starts with an empty disk tier (caches never carry over between arms
 disk_tier`). The command is recorded (secret flag values masked) before the start, so a launch that fails because
 the engine refuses its config keeps its command; a compose file or shell script reproducing it is written next to
 the run's other files. External deployments never come here (:mod:`harness.run.external_arm`).
+
+An engine whose disk-tier layout the harness does not know (vLLM's fs tier) writes into the tier inside a recorded
+*session* (:mod:`harness.host.tier_ledger`): opened just before the launch, ended when the server is stopped (the
+server is wrapped so that its ``stop`` ends it). Only what appeared in a session (or has the simulator's exact
+layout) is ever emptied; anything else in the directory fails the arm.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +63,70 @@ def _prepare_disk_tiers(runner: ArmHandle, *, keep: bool) -> None:
             raise LaunchError(f"disk tier: {exc}", phase="start") from None
 
 
+class TierSessionServer:
+    """A started server whose ``stop`` (and ``kill``) also ends its disk-tier sessions; everything else is the
+    server's own."""
+
+    def __init__(self, inner: RunningServer, end_sessions: Callable[[], None]) -> None:
+        self._inner = inner
+        self._end = end_sessions
+
+    @property
+    def spec(self) -> LaunchSpec:
+        return self._inner.spec
+
+    @spec.setter
+    def spec(self, value: LaunchSpec) -> None:
+        self._inner.spec = value
+
+    @property
+    def base_url(self) -> str:
+        return self._inner.base_url
+
+    def alive(self) -> bool:
+        return self._inner.alive()
+
+    def exit_description(self) -> str | None:
+        return self._inner.exit_description()
+
+    def log_tail(self, lines: int = 40) -> list[str]:
+        return self._inner.log_tail(lines)
+
+    def identity(self) -> dict[str, str]:
+        return self._inner.identity()
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        try:
+            self._inner.stop(timeout_s=timeout_s)
+        finally:
+            if not self._inner.alive():
+                self._end()
+
+    def __getattr__(self, name: str) -> Any:  # kill() and launcher-specific extras
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+def _begin_sessions(runner: ArmHandle) -> Callable[[], None]:
+    """Sessions for the arm's disk tiers (an engine whose tier layout the harness does not know); returns what ends
+    them."""
+    ends: list[Callable[[], None]] = []
+    try:
+        for tier in runner.arm.fs_tiers():
+            ends.append(disk_tier.begin_session(Path(tier.root_dir), runner.engine.kind, runner.ctx.run_id))
+    except (disk_tier.DiskTierError, OSError) as exc:
+        for end in ends:
+            end()
+        raise LaunchError(f"disk tier: {exc}", phase="start") from None
+
+    def end_all() -> None:
+        for end in ends:
+            end()
+
+    return end_all
+
+
 def write_compose(runner: ArmHandle, spec: LaunchSpec) -> None:
     """A compose file reproducing a container launch; for a local process, a shell script with its command."""
     path = runner.ctx.run.compose(runner.arm.name)
@@ -88,7 +158,15 @@ def start_fresh(runner: ArmHandle, *, keep_disk_tier: bool = False, port: int | 
     ctx.manifest["launches"].append(entry)
     ctx.save_manifest()
     write_compose(runner, spec)
-    return FreshServer(spec, launcher.start(spec, lctx), entry)
+    if engine.kind == "sim" or not arm.fs_tiers():  # the simulator's tier layout is known exactly: no session
+        return FreshServer(spec, launcher.start(spec, lctx), entry)
+    end_sessions = _begin_sessions(runner)
+    try:
+        server = launcher.start(spec, lctx)
+    except BaseException:
+        end_sessions()
+        raise
+    return FreshServer(spec, TierSessionServer(server, end_sessions), entry)
 
 
 def wait_fresh_ready(runner: ArmHandle, fresh: FreshServer) -> None:

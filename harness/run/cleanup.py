@@ -1,13 +1,15 @@
 """``harness cleanup``: remove what interrupted (killed) runs left behind, and never anything of a live run.
 
 What it looks at: local server processes (this user's pid files, :mod:`harness.host.pidfiles`), containers labelled
-``io.kvoffload-harness.owner=harness`` (any state), and load-runner temporary directories. Each is live, stale,
-unknown or gone (:mod:`harness.host.leftovers`). With no option it only lists them and removes nothing;
-``--all-stale`` removes every stale piece (the harness process that started it is gone); ``--run-id ID`` removes one
-run's pieces, and refuses (exit 2) while that run's harness still runs unless ``--force`` is given. ``--dry-run``
-shows what either would remove. Containers without owner labels, or from another host or user, are removed only with
-``--run-id``. Servers of external arms (``engine.launcher: external``) have neither a pid file nor labels: never
-touched."""
+``io.kvoffload-harness.owner=harness`` (any state), load-runner temporary directories, and per-step temporary
+directories (``harness-step-*``: a step's spec with the server URL, model and paths; labelled with their harness
+process and run id, :mod:`harness.host.tempdirs`; removed only once that process is gone, never a live run's).
+Each is live, stale, unknown or gone (:mod:`harness.host.leftovers`). With no option it only lists them and removes
+nothing; ``--all-stale`` removes every stale piece (the harness process that started it is gone); ``--run-id ID``
+removes one run's pieces, and refuses (exit 2) while that run's harness still runs unless ``--force`` is given.
+``--dry-run`` shows what either would remove. Containers without owner labels, or from another host or user, are
+removed only with ``--run-id``. Servers of external arms (``engine.launcher: external``) have neither a pid file nor
+labels: never touched."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Annotated
 import typer
 
 from harness.core.term import safe_text
-from harness.host import pidfiles
+from harness.host import pidfiles, tempdirs
 from harness.host.leftovers import Leftover, Selection, container_leftovers, select
 from harness.host.owner import process_alive
 from harness.host.state import StateDirError, user_dir
@@ -44,6 +46,25 @@ def _runner_dir_leftovers() -> list[Leftover]:
             state, why = "stale", f"its harness process {owner[0]} is gone"
         out.append(Leftover("runner-dir", "", state, f"load-runner temp dir {path}", why,
                             functools.partial(shutil.rmtree, path, ignore_errors=True)))
+    return out
+
+
+def _remove_step_dir(path: Path) -> None:
+    tempdirs.remove_if_stale(path)  # checks again that its harness is gone
+
+
+def _step_dir_leftovers(run_id: str | None) -> list[Leftover]:
+    out = []
+    for item in tempdirs.step_dirs():
+        if run_id is not None and item.run_id != run_id:
+            continue
+        state = item.state
+        why = {"unknown": "it has no owner record (an older harness made it)",
+               "live": f"its harness process {item.pid} is running",
+               "stale": f"its harness process {item.pid} is gone"}[state]
+        out.append(Leftover("step-dir", item.run_id if state != "unknown" else "", state,
+                            f"step temp dir {item.path}", why,
+                            functools.partial(_remove_step_dir, item.path), removable=state == "stale"))
     return out
 
 
@@ -90,7 +111,7 @@ def _act(chosen: Selection, *, dry_run: bool, run_id: str | None) -> None:
                    err=True)
         raise typer.Exit(2)
     verbs = {"process": ("Would stop", "Stopped"), "container": ("Would remove", "Removed"),
-             "runner-dir": ("Would remove", "Removed")}
+             "runner-dir": ("Would remove", "Removed"), "step-dir": ("Would remove", "Removed")}
     acted = 0
     for item in chosen.remove:
         if item.state == "gone":  # a record of a server that already exited: dropped quietly
@@ -118,8 +139,8 @@ def cleanup_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="show what would be removed; remove nothing")] = False,
 ) -> None:
     """Remove servers left by interrupted runs: local processes (from the pid files the process launcher keeps),
-    containers (found by the harness's labels) and load-runner temp dirs. Without --run-id or --all-stale it only
-    lists what it finds, live and stale, and removes nothing."""
+    containers (found by the harness's labels), load-runner and per-step temp dirs. Without --run-id or --all-stale
+    it only lists what it finds, live and stale, and removes nothing."""
     if force and run_id is None:
         typer.echo("--force needs --run-id: it names the one run whose live servers may be stopped", err=True)
         raise typer.Exit(2)
@@ -133,6 +154,7 @@ def cleanup_command(
         typer.echo(f"cleanup: {exc}", err=True)
         raise typer.Exit(2) from exc
     items += [] if run_id is not None else _runner_dir_leftovers()
+    items += _step_dir_leftovers(run_id)
     containers, note = _container_leftovers(run_id)
     items += containers
     if note:

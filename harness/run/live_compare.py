@@ -9,8 +9,9 @@ Each compared field is a :class:`~harness.decision.live_config.Finding`: ``match
 Declared: the model (served id, ``root``), ``max_model_len``, the CPU tier (``kv_offloading_size`` and backend for
 ``vllm-native``; a connector's ``cpu_bytes_to_use`` only where the server shows a size), the disk tier (``fs`` tier
 labels of ``vllm:kv_offload_tiering_*``), prefix caching, ``gpu_memory_utilization`` and ``--block-size`` in
-``extra_args``. Against the baseline's live server: block size, cache dtype, ``max_model_len`` when not declared,
-GPU KV blocks (warn).
+``extra_args``, ``max_num_seqs`` / ``max_num_batched_tokens`` where a ``vllm:*_config_info`` family carries them
+(otherwise an explicit ``unverified``). Against the baseline's live server: block size, cache dtype,
+``max_model_len`` when not declared, GPU KV blocks (warn).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from harness.run.live_config import CACHE_INFO, LiveConfig
 TRTLLM_NOTE = ("TensorRT-LLM has no configuration endpoint (trtllm-serve serves /v1/models, /health, /metrics "
                "iteration stats and /version only)")
 BASELINE_KEYS = (("block size", "block_size"), ("cache dtype", "cache_dtype"))
+SCHEDULER_KEYS = ("max_num_seqs", "max_num_batched_tokens")
 
 
 def flavor_of(engine: EngineSpec) -> str:
@@ -86,9 +88,9 @@ def _cpu_tier(arm: Arm, live: LiveConfig, cc: dict[str, str]) -> list[Finding]:
     if isinstance(off, VllmNativeOffload):
         match = size is not None and _close(size, off.kv_offloading_size_gib)
         out = [Finding("CPU tier", "match" if match else "mismatch", declared, shown, source)]
-        backend = cc.get("kv_offloading_backend")
-        out.append(_same("CPU tier backend", off.kv_offloading_backend, backend,
-                         f"{CACHE_INFO} kv_offloading_backend"))
+        if size is not None:  # a backend label on a server without a CPU tier is vLLM's default, not a tier's
+            out.append(_same("CPU tier backend", off.kv_offloading_backend, cc.get("kv_offloading_backend"),
+                             f"{CACHE_INFO} kv_offloading_backend"))
         return out
     if isinstance(off, VllmConnectorOffload) and size is not None:  # given as --kv-offloading-size instead
         match = _close(size, off.cpu_bytes_to_use / GIB)
@@ -152,6 +154,26 @@ def _vllm_cache(arm: Arm, engine: EngineSpec, live: LiveConfig, cc: dict[str, st
     return out
 
 
+def _scheduler(engine: EngineSpec, live: LiveConfig) -> list[Finding]:
+    """The declared scheduler limits: compared where a ``vllm:*_config_info`` family carries them, otherwise said
+    to be not verifiable (vLLM 0.32 puts no scheduler setting on /metrics; TensorRT-LLM has no config endpoint)."""
+    out: list[Finding] = []
+    for key in SCHEDULER_KEYS:
+        declared = getattr(engine, key)
+        if declared is None:
+            continue
+        found = next(((name, labels[key]) for name, labels in live.config_info.items() if key in labels), None)
+        if found is not None:
+            out.append(_same(key, str(declared), found[1], f"{found[0]} {key}"))
+        elif live.flavor == "trtllm":
+            out.append(Finding(key, "unverified", str(declared), "not exposed", TRTLLM_NOTE))
+        else:
+            out.append(Finding(key, "unverified", str(declared), "not exposed",
+                               f"no vllm:*_config_info on the metrics endpoint carries {key} (the server's "
+                               "scheduler settings are not exposed)"))
+    return out
+
+
 def _against(name: str, engine: EngineSpec, live: LiveConfig, ref: LiveConfig) -> list[Finding]:
     """The fields every arm's server must share with the baseline's (``name``)."""
     out: list[Finding] = []
@@ -185,6 +207,7 @@ def compare(arm: Arm, engine: EngineSpec, live: LiveConfig, earlier: dict[str, L
     """Every finding for ``arm``'s live server; ``earlier`` holds the live configurations of the arms before it,
     the baseline first."""
     out = _model(engine, live)
+    out += _scheduler(engine, live)
     if live.flavor == "trtllm":
         return [*out, Finding("CPU tier (kv_cache_config.host_cache_size)", "unverified", _declared_tier(arm),
                               "not exposed", TRTLLM_NOTE),

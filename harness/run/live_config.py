@@ -4,7 +4,9 @@ vLLM (and the simulator's ``vllm`` flavor): the labels of ``vllm:cache_config_in
 ``kv_offloading_size`` in GiB, ``kv_offloading_backend``, prefix caching, ``gpu_memory_utilization``, GPU KV
 blocks...; the keys vLLM 0.32 exposes), which ``vllm:kv_offload_*`` families exist (an offload connector is
 configured) with their ``tier`` labels (``1:fs``: a disk tier), ``process_start_time_seconds``, and ``/v1/models``
-(served id, ``root`` = the model it loaded, ``max_model_len``).
+(served id, ``root`` = the model it loaded, ``max_model_len``). The labels of every other ``vllm:*_config_info``
+family are kept too: vLLM 0.32 exposes no scheduler settings (``max_num_seqs``, ``max_num_batched_tokens``) on
+``/metrics``, but a server that does is compared on them.
 
 TensorRT-LLM has no configuration endpoint: ``trtllm-serve`` serves ``/v1/models``, ``/health``, ``/metrics``
 (JSON iteration stats, no settings) and ``/version`` (docs/source/commands/trtllm-serve.rst), so only the model and
@@ -27,6 +29,7 @@ from harness.scrape.parse import ParseError, parse_prometheus
 
 READ_DEADLINE_S = 10.0
 CACHE_INFO = "vllm:cache_config_info"
+CONFIG_INFO_SUFFIX = "_config_info"  # vllm:cache_config_info today; any other *_config_info a server exposes
 OFFLOAD_PREFIX = "vllm:kv_offload_"
 TIERING_PREFIX = "vllm:kv_offload_tiering_"
 START_TIME = "process_start_time_seconds"
@@ -40,6 +43,7 @@ class LiveConfig:
     flavor: str  # vllm | trtllm: whose endpoints were read
     models: list[dict[str, Any]] = field(default_factory=list)  # /v1/models data: id, root, max_model_len
     cache_config: dict[str, str] | None = None  # vllm:cache_config_info labels (None: not exposed)
+    config_info: dict[str, dict[str, str]] = field(default_factory=dict)  # every vllm:*_config_info's labels
     offload_families: list[str] = field(default_factory=list)  # vllm:kv_offload_* sample names present
     tiers: list[str] = field(default_factory=list)  # tier labels of vllm:kv_offload_tiering_* (0:primary, 1:fs)
     process_start_time: float | None = None
@@ -87,6 +91,9 @@ def read_vllm_metrics(text: str, live: LiveConfig) -> None:
     info = samples.get(CACHE_INFO)
     if info:
         live.cache_config = {k: v for k, v in info[0][0].items() if k not in _DROP_LABELS}
+    live.config_info = {name: {k: v for k, v in rows[0][0].items() if k not in _DROP_LABELS}
+                        for name, rows in sorted(samples.items())
+                        if name.startswith("vllm:") and name.endswith(CONFIG_INFO_SUFFIX) and rows}
     live.offload_families = sorted(name for name in samples if name.startswith(OFFLOAD_PREFIX))
     live.tiers = sorted({labels["tier"] for name, rows in samples.items() if name.startswith(TIERING_PREFIX)
                          for labels, _v in rows if "tier" in labels})

@@ -4,7 +4,8 @@
   reference ``${SRC}`` stays, ``${SRC:-default}`` becomes ``${SRC}`` (the default is a value).
 * A secret flag's value in ``extra_args`` / ``sim_args`` becomes ``${NAME}``, NAME being the variable that holds it
   in the harness's environment, or the flag's name in upper snake case (``--api-key`` -> ``API_KEY``).
-* Anything else equal to a secret is masked (``***``).
+* Anything else equal to a secret is masked (``***``): a secret inside a JSON or URL value, on a server command;
+  ``--resume`` refuses such a field (exit 2 naming it) rather than run ``***`` in its place.
 
 ``harness report`` reads the file as it is. ``harness run --resume`` reads it back with
 :func:`load_recorded_scenario`: every variable it references must be set (else exit 2 naming the variable and the
@@ -23,7 +24,7 @@ import yaml
 
 from harness.config import Scenario, ScenarioError, load_scenario
 from harness.config.env_refs import parse_reference, unset_references
-from harness.config.secret_values import scenario_redactor
+from harness.config.secret_values import masked_fields, scenario_redactor
 from harness.secrets.flags import REFERENCE, is_secret_flag, reference_name, replace_secret_values
 
 _ARG_FIELDS = ("extra_args", "sim_args")
@@ -136,7 +137,7 @@ def load_recorded_scenario(path: Path) -> Scenario:
     """A run directory's scenario.yaml, ready to resume: every referenced variable must be set (one exit-2 error
     names all that are not), and secret flag values are taken from the environment."""
     scenario = load_scenario(path)
-    problems = _env_problems(scenario)
+    problems = _env_problems(scenario) + masked_fields(scenario)  # a masked secret is never run as "***"
     resolved = _resolved(scenario, problems)
     if problems:
         raise ScenarioError(_source(scenario), problems)

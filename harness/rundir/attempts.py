@@ -12,6 +12,10 @@ summary, the sequential looks and ``harness compare`` all make) are those of a m
 within that attempt's journaled span: rows of other attempts (``superseded``: kept in ``requests.parquet``, since
 measurements are never deleted), rows sent outside the span, and rows of a step that was never journaled are left
 out.
+
+The warm-up (step -1) of an arm is run again with the arm on a fresh server after ``--resume``: its rows are not
+measured, but those of any warm-up attempt other than the arm's latest journaled one are ``superseded`` too
+(:func:`superseded_mask`), so no reader takes two warm-ups for one.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from harness.rundir.entries import StepEntry
+from harness.rundir.records import WARMUP_STEP
 
 ATTEMPT = "attempt"
 SUPERSEDED = "superseded"
@@ -71,16 +76,31 @@ def _keys(df: pd.DataFrame) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.int
     return arms, steps, measured
 
 
+def counted_warmups(entries: Iterable[StepEntry]) -> dict[str, int]:
+    """Per arm: the warm-up attempt that stands (the latest one journaled)."""
+    latest: dict[str, int] = {}
+    for e in entries:
+        if e.warmup and e.step == WARMUP_STEP and e.drill is None:
+            latest[e.arm] = max(latest.get(e.arm, 0), e.attempt)
+    return latest
+
+
 def superseded_mask(df: pd.DataFrame, entries: Iterable[StepEntry]) -> Mask:
-    """Rows of a measured step whose attempt is not the one that counts (a later attempt replaced it)."""
-    counted = counted_attempts(entries)
+    """Rows of a measured step whose attempt is not the one that counts (a later attempt replaced it), and rows of
+    an arm's warm-up whose attempt is not its latest journaled warm-up."""
+    items = list(entries)
+    counted, warmups = counted_attempts(items), counted_warmups(items)
     out = np.zeros(len(df), dtype=bool)
-    if not counted or df.empty:
+    if not (counted or warmups) or df.empty:
         return out
     arms, steps, measured = _keys(df)
     attempts = row_attempts(df)
     for (arm, step), attempt in counted.items():
         out |= measured & (arms == arm) & (steps == step) & (attempts != attempt)
+    no_drill = df["drill"].isna().to_numpy(dtype=bool) if "drill" in df.columns else np.ones(len(df), dtype=bool)
+    warm = (steps == WARMUP_STEP) & no_drill
+    for arm, attempt in warmups.items():
+        out |= warm & (arms == arm) & (attempts != attempt)
     return out
 
 

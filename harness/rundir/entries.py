@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.core.limits import MAX_CONCURRENCY, MAX_RATE_RPS, MAX_SEARCH_SESSIONS
 from harness.schema.summary import ClientHealth
 
 MAX_NS = 2**63 - 1  # clock readings are signed 64-bit nanoseconds
@@ -39,9 +40,9 @@ class ProbeSearch(BaseModel):
     """The ``search`` object of a capacity probe's entry: its session, place and load."""
 
     model_config = ConfigDict(extra="allow", allow_inf_nan=False)
-    session: int = 1  # a resumed run searches again as a new session; the latest counts
-    probe: int | None = None
-    load: int | float | None = None
+    session: int = Field(default=1, ge=1, le=MAX_SEARCH_SESSIONS)  # a resumed run searches again as a new session
+    probe: int | None = Field(default=None, ge=1, le=100_000)
+    load: int | float | None = Field(default=None, gt=0, le=MAX_RATE_RPS)  # users or requests/s, as steps.levels
     extended: bool = False
 
 
@@ -53,8 +54,8 @@ class StepEntry(JournalLine):
     arm: str
     step: int = Field(ge=-100_000, le=100_000)
     label: str = ""
-    concurrency: int | None = Field(default=None, ge=0)
-    rate_rps: float | None = Field(default=None, ge=0)
+    concurrency: int | None = Field(default=None, ge=0, le=MAX_CONCURRENCY)
+    rate_rps: float | None = Field(default=None, ge=0, le=MAX_RATE_RPS)
     start_ns: int = Field(ge=0, le=MAX_NS)
     end_ns: int = Field(ge=0, le=MAX_NS)
     start_wall_ns: int | None = Field(default=None, ge=0, le=MAX_NS)

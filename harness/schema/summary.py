@@ -17,16 +17,20 @@ from pydantic import AliasChoices, Field
 
 from harness.schema.base import SchemaModel as _Model
 from harness.schema.capacity import CapacitySection
+from harness.schema.cold_start import ColdStart, HitPrediction
 from harness.schema.host_telemetry import HostStep
 from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.tier_health import TierHealth
 from harness.schema.validation import ValidationRecord
+from harness.schema.value import ValueSection
 from harness.schema.windows import WindowPoint
 
 # 4: per tier arm ``effects`` (the deciding comparisons per step) and ``break_even``; additive, so summaries of
 # versions 1-3 read as before (the new fields default to empty), while a harness that reads 3 refuses a 4 by its
 # version (every part forbids unknown fields) instead of by an unknown field.
-SCHEMA_VERSION = 4
+# 5: the run's ``value`` (what the tier is worth, with the scenario's ``value:``), per arm ``cold_start`` (proof of
+# state at the arm's start) and ``hit_prediction`` (predicted vs measured tier hits), ``records_missing``; additive.
+SCHEMA_VERSION = 5
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
@@ -271,6 +275,8 @@ class ArmSummary(_Model):
     failure: ArmFailure | None = None
     effects: list[EffectRow] = Field(default_factory=list)  # the deciding comparisons per step (tier arms)
     break_even: BreakEven | None = None  # where the tier starts to pay (tier arms with compared steps)
+    cold_start: ColdStart | None = None  # proof of state at the arm's start (None: not recorded)
+    hit_prediction: HitPrediction | None = None  # predicted vs measured tier hits per step
 
 
 class NoiseFloorItem(_Model):
@@ -359,9 +365,12 @@ class Summary(_Model):
     drills: list[DrillResult] = Field(default_factory=list)
     noise_floor: NoiseFloor | None = None
     capacity: CapacitySection | None = None  # steps.search: informs, never changes the verdict
+    value: ValueSection | None = None  # the scenario's value: section (GPUs needed and saved); informs only
     load_time: LoadTime = Field(default_factory=LoadTime)
     statistics: Statistics = Field(default_factory=Statistics)
     warnings: list[str] = Field(default_factory=list)
+    records_missing: list[str] = Field(default_factory=list, description="request records the journal counts but "
+                                       "that cannot be read: the verdict is then failed (harness report exits 4)")
     missing_metrics: list[str] = Field(default_factory=list)
     host: dict[str, str | int | float | None] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)

@@ -3,8 +3,9 @@
 The rule (applied to every command line the harness builds or records: ``engine.extra_args``, ``engine.sim_args``,
 the engines' own launch commands, docker commands): a long flag ``--name`` (also ``--name=value``) is secret when
 one of its words (``name`` split at ``-``, ``_`` and ``.``) contains ``token``, ``key``, ``secret``, ``password``,
-``passwd``, ``credential`` or ``auth`` -- ``--api-key``, ``--hf-token``, ``--auth-token``, ``--db_password`` --
-except where the word names something that is not a credential:
+``passwd``, ``credential``, ``auth`` or ``signature`` (:func:`harness.secrets.names.is_secret_key`) --
+``--api-key``, ``--hf-token``, ``--auth-token``, ``--db_password`` -- except where the word names something that
+is not a credential:
 
 * counts and tokenizers: the words ``tokens``, ``tokenizer*``, ``tokeniz*`` (vLLM's ``--max-num-batched-tokens``,
   ``--enable-prompt-tokens-details``, ``--tokenizer``, ``--tokenizer-mode``, ``--skip-tokenizer-init``,
@@ -18,6 +19,11 @@ KV-cache flags (``--kv-cache-dtype``, ``--kv-offloading-size``) say ``kv``, not 
 The value is the text after ``=``, or else the next argument unless that starts with ``--`` (a secret-looking
 switch followed by another flag has no value). A value written as a ``${NAME}`` reference is not a secret and is
 kept as it is.
+
+Every other argument is scanned for the secrets a value can hold (:mod:`harness.secrets.forms`): a JSON value's
+entries under secret-looking keys (``--model-loader-extra-config '{"s3_secret_access_key": ...}'``), URL
+credentials (``--otlp-traces-endpoint http://user:pass@host:4317``), ``key=value`` pairs and credential headers.
+:func:`mask_argv` masks all of them for what is shown or recorded; the launched command keeps the real values.
 """
 
 from __future__ import annotations
@@ -27,12 +33,9 @@ import re
 import shlex
 from collections.abc import Callable, Iterable, Sequence
 
-from harness.secrets.names import MASK, is_secret_name
+from harness.secrets.forms import scan
+from harness.secrets.names import MASK, is_secret_key, is_secret_name
 
-_STEM = re.compile(r"token|key|secret|passw(?:or)?d|credential|auth", re.IGNORECASE)
-_NOT_SECRET_WORD = re.compile(r"tokens|tokeniz\w*|keyfile|certfile|keywords?|author|monkey", re.IGNORECASE)
-_QUALIFIERS = frozenset({"id", "ids", "threshold", "budget", "limit", "size", "len", "count"})
-_WORD_SPLIT = re.compile(r"[-_.]+")
 REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 # In free text (server logs, messages): ``--flag=value`` or ``--flag value``; quoted values as one piece.
 _IN_TEXT = re.compile(r"(?<![\w-])(--[A-Za-z][\w.-]*)(=|[ \t]+)('[^'\n]*'|\"[^\"\n]*\"|[^\s'\"]+)")
@@ -40,15 +43,7 @@ _IN_TEXT = re.compile(r"(?<![\w-])(--[A-Za-z][\w.-]*)(=|[ \t]+)('[^'\n]*'|\"[^\"
 
 def is_secret_flag(flag: str) -> bool:
     """True when a flag (``--api-key``; dashes and any ``=value`` allowed) carries a secret by the rule above."""
-    name = flag.split("=", 1)[0].lstrip("-")
-    words = [w.lower() for w in _WORD_SPLIT.split(name) if w]
-    for i, word in enumerate(words):
-        if not _STEM.search(word) or _NOT_SECRET_WORD.fullmatch(word):
-            continue
-        if i + 1 < len(words) and words[i + 1] in _QUALIFIERS:
-            continue
-        return True
-    return False
+    return is_secret_key(flag.split("=", 1)[0].lstrip("-"))
 
 
 def _value_positions(argv: Sequence[str]) -> list[tuple[int, str, bool]]:
@@ -91,13 +86,42 @@ def replace_secret_values(argv: Sequence[str], replacement: Callable[[str, str],
     return out
 
 
+def _embedded(arg: str) -> tuple[str, list[str]]:
+    """One argument that is not a secret flag's value, with the secrets inside it masked (a JSON value, a URL,
+    ``key=value`` pairs, a header; after the ``=`` of ``--flag=value``): :func:`harness.secrets.forms.scan`."""
+    flag, eq, value = arg.partition("=")
+    if eq and arg.startswith("--"):
+        masked, found = scan(value)
+        return f"{flag}={masked}", found
+    return scan(arg)
+
+
 def mask_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` with every secret flag value replaced by ``***`` (the flag itself stays, so a reviewer sees it)."""
-    return replace_secret_values(argv, lambda _flag, _value: MASK)
+    """``argv`` with every secret masked: secret flag values become ``***`` (the flag itself stays, so a reviewer
+    sees it), and secrets inside other arguments (JSON under secret keys, URL credentials, ``key=value`` pairs,
+    credential headers) are masked in place."""
+    slots = value_slots(argv)
+    return [f"{slots[i][0]}{MASK}" if i in slots else _embedded(arg)[0] for i, arg in enumerate(argv)]
+
+
+def argv_secret_values(argv: Sequence[str]) -> list[str]:
+    """Every secret value on a command line: secret flag values and the secrets inside other arguments."""
+    slots = value_slots(argv)
+    out = [value for _, _, value in slots.values()]
+    for i, arg in enumerate(argv):
+        if i not in slots:
+            out += _embedded(arg)[1]
+    return out
+
+
+def mask_embedded(arg: str) -> str:
+    """One argument with the secrets inside it masked (what :func:`mask_argv` does to an argument that is not a
+    secret flag's value)."""
+    return _embedded(arg)[0]
 
 
 def masked_command_line(argv: Sequence[str]) -> str:
-    """The command as one shell-quoted line, secret flag values masked."""
+    """The command as one shell-quoted line, every secret masked (:func:`mask_argv`)."""
     return shlex.join(mask_argv(argv))
 
 

@@ -6,11 +6,15 @@ What is secret:
   AUTH (any case), in the harness's environment or the server's;
 * the value of a secret-looking flag on any command line (``--api-key``, ``--hf-token``; the rule is in
   :mod:`harness.secrets.flags`);
+* the secrets inside any other argument and on shell commands (JSON under secret keys, URL credentials,
+  ``key=value`` pairs, credential headers, tools' password options: :mod:`harness.secrets.forms`,
+  :mod:`harness.secrets.shell`);
 * literal values in ``engine.env`` (see :mod:`harness.config.secret_values`).
 
 A :class:`Redactor` replaces each known value -- and its base64 and URL-encoded forms, for text the harness did
-not author such as server logs -- by ``***``, and masks the value of any secret-looking ``--flag value`` in free
-text. Manifests record environment variable names only, never values.
+not author such as server logs -- by ``***``, and masks in free text what is a secret by its form alone: the value
+of any secret-looking ``--flag value``, URL userinfo and secret query parameters, ``Authorization:``-style headers
+(:func:`harness.secrets.forms.mask_text`). Manifests record environment variable names only, never values.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 from harness.secrets.flags import mask_flags_in_text
+from harness.secrets.forms import mask_text
 from harness.secrets.names import MASK, is_secret_name
 
 __all__ = ["MASK", "Redactor", "encoded_forms", "is_secret_name", "redact_env", "secret_values"]
@@ -71,7 +76,7 @@ class Redactor:
     def __call__(self, text: str) -> str:
         if self._pattern is not None:
             text = self._pattern.sub(MASK, text)
-        return mask_flags_in_text(text)
+        return mask_text(mask_flags_in_text(text))
 
     def deep(self, obj: Any, _depth: int = 0) -> Any:
         """A copy of a JSON-like object (dicts, lists, strings) with every string redacted; keys are kept."""

@@ -22,6 +22,14 @@ def scenario(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own harness state directory (pid files, marker ledger), also for the CLIs it starts."""
+    path = tmp_path / "state"
+    monkeypatch.setenv("HARNESS_STATE_DIR", str(path))
+    return path
+
+
 @pytest.fixture(autouse=True)
 def no_leftover_processes() -> Iterator[None]:
     """Every process a test started (servers, load runners) is gone when it ends."""

@@ -4,6 +4,7 @@ lines (imported by the tests as ``rel_support``)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -167,3 +168,9 @@ def small_tmpfs(where: Path, size: str) -> Iterator[bool]:
     finally:
         if ok:
             subprocess.run(["umount", str(where)], capture_output=True, timeout=10, check=False)
+
+
+def file_sums(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root`` by relative path: proof that nothing in it changed."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import queue
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from rel_support import tiered_arm
+from rel_support import file_sums, tiered_arm
 from typer.testing import CliRunner
 
 from harness.cli import app
@@ -33,23 +32,11 @@ from harness.host import pidfiles, state, watchdog
 from harness.host.disk_tier import DiskTierError, claim, clear_contents, ownership
 from harness.host.labels import DISK_TIER_MARKER
 from harness.load.runners import DIR_PREFIX, OWNER_FILE
+from harness.sim.cache.fs import FsTier
 
 HARNESS = [sys.executable, "-m", "harness"]
 CLI_TIMEOUT_S = 60
 WATCHDOG_BOUND_S = 6.0  # the watchdog polls every 0.5 s and allows a 5 s grace for a clean stop
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's own harness state directory (pid files, marker ledger), also for the CLIs it starts."""
-    path = tmp_path / "state"
-    monkeypatch.setenv("HARNESS_STATE_DIR", str(path))
-    return path
-
-
-def _sums(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def _user_dir(path: Path) -> Path:
@@ -96,23 +83,23 @@ def test_a_planted_marker_does_not_make_a_directory_ours(kind: str, tmp_path: Pa
     user = _user_dir(tmp_path / "mine")
     plant, reason = PLANTS[kind]
     plant(tmp_path, user)
-    before = _sums(user)
+    before = file_sums(user)
     assert ownership(user) == "foreign"
     with pytest.raises(DiskTierError, match=reason):
         claim(user, "a-new-run")  # a fresh arm claims, then empties
     with pytest.raises(DiskTierError, match="refusing to delete"):
         clear_contents(user)  # the fresh-arm clearing and the cache-loss drill
-    assert _sums(user) == before, "no file changed, the planted marker included"
+    assert file_sums(user) == before, "no file changed, the planted marker included"
 
 
 def test_a_marker_the_harness_wrote_stays_valid_across_runs(tmp_path: Path, state_dir: Path) -> None:
     tier = tmp_path / "tier"
     claim(tier, "run-1")
     marker = (tier / DISK_TIER_MARKER).read_bytes()
-    (tier / "chunk.kvsim").write_text("x")
+    FsTier(tier, namespace=0, chunk_tokens=256, chunk_bytes=1 << 20).write(1)  # the engine's files
     claim(tier, "run-2")
     assert ownership(tier) == "ours" and (tier / DISK_TIER_MARKER).read_bytes() == marker
-    assert clear_contents(tier) == 1
+    assert clear_contents(tier) == 3  # the chunk file and its two directories
 
 
 def _cli(*args: str, env: dict[str, str] | None = None,
@@ -125,7 +112,7 @@ def test_plan_and_run_refuse_planted_markers(scenario: Callable[..., Path], tmp_
     copied, empty = _user_dir(tmp_path / "copied"), _user_dir(tmp_path / "empty-marker")
     _copy_of_real(tmp_path, copied)
     (empty / DISK_TIER_MARKER).write_bytes(b"")
-    sums = {d: _sums(d) for d in (copied, empty)}
+    sums = {d: file_sums(d) for d in (copied, empty)}
     path = scenario("planted", arms=("baseline",), extra_arms=[tiered_arm("copied", copied),
                                                                 tiered_arm("empty", empty)])
     started = time.monotonic()
@@ -143,7 +130,7 @@ def test_plan_and_run_refuse_planted_markers(scenario: Callable[..., Path], tmp_
     assert "is ours" not in plan.stdout
     assert took < 2 * CLI_TIMEOUT_S
     for target in (copied, empty):
-        assert _sums(target) == sums[target], f"a file in {target} changed"
+        assert file_sums(target) == sums[target], f"a file in {target} changed"
 
 
 # --- cleanup ------------------------------------------------------------------------------------------------------

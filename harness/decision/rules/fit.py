@@ -99,7 +99,7 @@ def _host_contention(checks: Sequence[CheckItem], base: ArmSummary | None = None
     return FitItem(name="host-memory-not-contended", status="warn" if warn else "pass", evidence=evidence)
 
 
-def _reported_blocks(steps: Sequence[StepSummary]) -> tuple[int, int] | None:
+def reported_blocks(steps: Sequence[StepSummary]) -> tuple[int, int] | None:
     """The last ``(num_gpu_blocks, block_size)`` a server reported over these steps."""
     for step in reversed(steps):
         if step.server.num_gpu_blocks and step.server.gpu_block_size:
@@ -107,7 +107,7 @@ def _reported_blocks(steps: Sequence[StepSummary]) -> tuple[int, int] | None:
     return None
 
 
-def _resolved_tier(arm: Arm, validation: ValidationRecord | None) -> tuple[int, int | None, str]:
+def resolved_tier(arm: Arm, validation: ValidationRecord | None) -> tuple[int, int | None, str]:
     """The arm's CPU tier bytes, KV bytes per token where vLLM resolved them, and where the tier figure came from."""
     result = next((r for r in validation.arms if r.arm == arm.name), None) if validation is not None else None
     resolved = result.resolved if result is not None else None
@@ -144,12 +144,12 @@ def tier_capacity_items(scenario: Scenario, base: ArmSummary | None,
         if arm.cpu_tier_bytes() <= 0 or not mirrors_gpu(scenario.engine_for(arm), arm):
             continue
         own = steps_by_arm.get(arm.name, [])
-        reported, whose = _reported_blocks(own), f"arm {arm.name}'s server"
+        reported, whose = reported_blocks(own), f"arm {arm.name}'s server"
         if reported is None and base is not None:
-            reported, whose = _reported_blocks(base.steps), f"the baseline's server ({base.name})"
+            reported, whose = reported_blocks(base.steps), f"the baseline's server ({base.name})"
         if reported is None:
             continue
-        tier, per_token, tier_source = _resolved_tier(arm, validation)
+        tier, per_token, tier_source = resolved_tier(arm, validation)
         bpt_source = "vLLM's resolved offload chunk (validation.json)"
         if per_token is None:
             found = kv_bytes_per_token(scenario, arm)

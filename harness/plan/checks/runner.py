@@ -7,7 +7,19 @@ from typing import Literal
 
 from harness.config.scenario import Scenario
 from harness.host.facts import HostFacts, OsHostFacts
-from harness.plan.checks import arms, blocks, engine, flags, inputs, resources, shm, tier_capacity, trtllm_release
+from harness.plan.checks import (
+    arms,
+    blocks,
+    engine,
+    flags,
+    inputs,
+    load_bind,
+    resources,
+    shm,
+    sim_start,
+    tier_capacity,
+    trtllm_release,
+)
 from harness.schema.summary import CheckItem
 
 Mode = Literal["plan", "run"]
@@ -32,6 +44,8 @@ ALL_CHECKS: dict[str, Check] = {
     "gpu-runtime": lambda s, h, m, u: resources.check_gpu_runtime(s, h, m),
     "env-refs": lambda s, h, m, u: inputs.check_env_refs(s, h, m),
     "trace": lambda s, h, m, u: inputs.check_trace(s, m),
+    "sim-start": lambda s, h, m, u: sim_start.check_sim_start(s),
+    "master-bind": lambda s, h, m, u: load_bind.check_master_bind(s, m),
 }
 
 # Checks of this host's resources for servers the harness starts; skipped when the arms are external servers.

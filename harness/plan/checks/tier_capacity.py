@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from harness.config.arms import Arm, TrtllmKvCache
 from harness.config.engine import EngineSpec
 from harness.config.scenario import Scenario
 from harness.core.input_files import InputFileError, read_text
-from harness.core.safe_yaml import YamlInputError, load_yaml
+from harness.engines.sim_start import sim_profile_data
 from harness.plan.checks.blocks import GPU_BLOCK_TOKENS, block_bytes, local_model_config
 from harness.schema.summary import CheckItem
 
@@ -89,27 +88,9 @@ def mirrors_gpu(engine: EngineSpec, arm: Arm) -> bool:
 # --- sources --------------------------------------------------------------------------------------------------------
 
 def _profile_data(engine: EngineSpec, base: Path | None) -> tuple[dict[str, Any] | None, str]:
-    """The simulator profile as plain data, and its name (None and why when it cannot be read)."""
-    if engine.sim_profile_file:
-        path = Path(engine.sim_profile_file).expanduser()
-        if not path.is_absolute() and not path.exists() and base is not None:
-            path = base / path
-        label = f"simulator profile file {engine.sim_profile_file}"
-        try:
-            text = read_text(path, max_bytes=_MAX_FILE_BYTES, what="profile file")
-        except InputFileError as exc:
-            return None, f"{label} ({exc})"
-    else:
-        label = f"simulator profile {engine.sim_profile}"
-        res = resources.files("harness.sim").joinpath("profiles").joinpath(f"{engine.sim_profile}.yaml")
-        if not res.is_file():
-            return None, f"{label} (no such built-in profile)"
-        text = res.read_text(encoding="utf-8")
-    try:
-        data = load_yaml(text)
-    except YamlInputError as exc:
-        return None, f"{label} (not valid YAML: {exc})"
-    return (data if isinstance(data, dict) else None), label
+    """The simulator profile as plain data, read by the simulator's own reader, and its name (None and why when
+    it cannot be read)."""
+    return sim_profile_data(engine, base)
 
 
 def _int(data: dict[str, Any], section: str, key: str, default: int | None = None) -> int | None:

@@ -8,6 +8,7 @@ The browser is installed by ``scripts/install-chromium.sh``; this test never ins
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,14 +20,23 @@ from PIL import Image
 from playwright.sync_api import Browser, ConsoleMessage, Dialog, Page, Request, sync_playwright
 from typer.testing import CliRunner
 
+from harness.cli import app
 from harness.report.commands import index_command, report_command
-from harness.report.sample import hostile_summary, write_sample_run
+from harness.report.sample import XSS, hostile_summary, sample_summary, write_sample_run
+from harness.report.sample_effects import with_effects
 from harness.report.writers import render_run
 
 CHROMIUM = Path("/usr/bin/chromium")
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 CHARTS = ("latency", "hit-quality", "windows", "throughput", "hit-class")
 pytestmark = pytest.mark.timeout(180)
+# Every text element's box inside the forest plot, and the boxes of its columns (page pixels).
+_FOREST_BOXES = """svg => {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {texts: [...svg.querySelectorAll('text')].map(t => [t.textContent, t.getAttribute('class'), ...box(t)]),
+          axis: box(svg.querySelector('line.axis')), svg: box(svg),
+          legend: [...document.querySelectorAll('#forest .forest-legend li')].map(li => [li.textContent, ...box(li)])};
+}"""
 
 
 @dataclass
@@ -166,6 +176,75 @@ def test_print_stylesheet_and_pdf(browser: Browser, demo_run: Path, tmp_path: Pa
         assert data.startswith(b"%PDF") and data.count(b"/Type /Page") >= 5
     finally:
         page.close()
+
+
+def _overlaps(boxes: list[list[object]]) -> list[tuple[object, object]]:
+    """Pairs of labels whose boxes (``[text, ..., left, top, right, bottom]``) overlap by more than half a pixel."""
+    found = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            al, at, ar, ab = (float(v) for v in a[-4:])  # type: ignore[arg-type]
+            bl, bt, br, bb = (float(v) for v in b[-4:])  # type: ignore[arg-type]
+            if min(ar, br) - max(al, bl) > 0.5 and min(ab, bb) - max(at, bt) > 0.5:
+                found.append((a[0], b[0]))
+    return found
+
+
+def _check_forest(browser: Browser, report: Path, rows: int, shot: Path, shown: str | None = None) -> None:
+    """The forest plot is at the top, visible, one row per comparison, no two labels overlap, labels stay in their
+    columns, no markup shows as text (``shown``: hostile text that must appear literally); a screenshot is saved."""
+    visit = _open(browser, report)
+    page = visit.page
+    try:
+        assert visit.errors == [] and visit.dialogs == [] and visit.requests == [report.as_uri()]
+        assert page.evaluate("document.scripts.length") == 0
+        forest = page.locator("section#forest")
+        assert forest.is_visible() and page.locator("svg#forest-plot").is_visible()
+        tops = page.evaluate("[...document.querySelectorAll('section')].map(e => [e.id, e.offsetTop])")
+        order = [name for name, _ in sorted(tops, key=lambda t: t[1])]
+        assert order.index("forest") < order.index("effects") < order.index("fit"), order  # at the top
+        assert page.locator("svg#forest-plot g.forest-row").count() == rows
+        boxes = page.eval_on_selector("svg#forest-plot", _FOREST_BOXES)
+        texts = [t for t in boxes["texts"] if t[4] > t[2]]  # drawn (non-empty) text
+        assert len(texts) >= rows + 4
+        assert _overlaps(texts) == [] and _overlaps(boxes["legend"]) == []
+        left, top, right, bottom = boxes["svg"]
+        for t in texts:
+            assert left <= t[2] and t[4] <= right + 0.5 and top <= t[3] and t[5] <= bottom + 0.5, t
+            if t[1] == "label":
+                assert t[4] <= boxes["axis"][0], t  # row labels end before the axis begins
+            if t[1] and t[1].startswith("ratio"):
+                assert t[2] >= boxes["axis"][2], t  # the ratio column starts after it
+        visible = forest.inner_text()
+        for raw in ("&lt;", "&amp;", "{{", "{%", *(() if shown else ("<script",))):
+            assert raw not in visible, raw
+        assert shown is None or shown in visible  # hostile text shown as text, never run
+        forest.screenshot(path=str(shot))
+        print(f"forest plot screenshot: {shot}")
+        with Image.open(shot) as image:
+            assert image.width > 600 and image.height > 200 + 20 * rows
+    finally:
+        page.close()
+
+
+def test_forest_plot_of_a_real_run_in_chromium(browser: Browser, tmp_path: Path) -> None:
+    """A real simulated rollout (the demo-prelayout run), its summary rebuilt from the records by harness report."""
+    run = Path(shutil.copytree(FIXTURES / "demo-prelayout", tmp_path / "demo-prelayout"))
+    result = CliRunner().invoke(app, ["report", str(run)])
+    assert result.exit_code == 0, result.output
+    rows = sum(len(arm["effects"]) for arm in json.loads((run / "summary.json").read_text())["arms"])
+    assert rows >= 12
+    _check_forest(browser, run / "report.html", rows, tmp_path / "forest-demo.png")
+
+
+@pytest.mark.parametrize(("hostile", "repeat"), [(False, 1), (True, 4)], ids=["sample", "hostile-many-rows"])
+def test_forest_plot_edges_in_chromium(browser: Browser, tmp_path: Path, hostile: bool, repeat: int) -> None:
+    """Every outcome, unresolved and clipped rows; hostile arm and step names over many rows."""
+    summary = with_effects(hostile_summary() if hostile else sample_summary(), repeat=repeat)
+    run = write_sample_run(tmp_path / "run", summary)
+    render_run(run)
+    shot = tmp_path / f"forest-{'hostile' if hostile else 'sample'}.png"
+    _check_forest(browser, run / "report.html", 12 * repeat, shot, f"cpu{XSS}" if hostile else None)
 
 
 def test_hostile_text_never_runs(browser: Browser, tmp_path: Path) -> None:

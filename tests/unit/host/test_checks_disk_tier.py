@@ -74,10 +74,12 @@ def test_clear_contents_refuses_without_the_marker(tmp_path: Path) -> None:
 def test_clear_contents_keeps_the_marker_and_counts(tmp_path: Path) -> None:
     root = tmp_path / "kv"
     claim(root, "r")
+    end = disk_tier.begin_session(root, "vllm", "r")  # what an engine the harness launched writes
     (root / "a.kvsim").write_text("x")
     (root / "ns" / "deep").mkdir(parents=True)
     (root / "ns" / "deep" / "b.kvsim").write_text("x")
     (root / "ns" / DISK_TIER_MARKER).write_text("a nested file of the same name is not the marker")
+    end()
     assert clear_contents(root) == 5  # a.kvsim, ns, ns/deep, ns/deep/b.kvsim, ns/<marker name>
     assert sorted(os.listdir(root)) == [DISK_TIER_MARKER]
     assert clear_contents(root) == 0
@@ -89,10 +91,12 @@ def test_clear_contents_never_follows_links(tmp_path: Path) -> None:
     (outside / "keep.txt").write_text("keep")
     root = tmp_path / "kv"
     claim(root, "r")
+    end = disk_tier.begin_session(root, "vllm", "r")
     (root / "dirlink").symlink_to(outside)
     (root / "sub").mkdir()
     (root / "sub" / "filelink").symlink_to(outside / "keep.txt")
     (root / "sub" / "dirlink").symlink_to(outside)
+    end()
     assert clear_contents(root) == 4
     assert (outside / "keep.txt").read_text() == "keep"
     assert sorted(os.listdir(root)) == [DISK_TIER_MARKER]
@@ -101,8 +105,10 @@ def test_clear_contents_never_follows_links(tmp_path: Path) -> None:
 def test_clear_contents_tolerates_entries_vanishing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "kv"
     claim(root, "r")
+    end = disk_tier.begin_session(root, "vllm", "r")
     (root / "gone").write_text("x")
     (root / "stays-gone").write_text("x")
+    end()
     real_unlink = os.unlink
 
     def racing_unlink(path: str) -> None:

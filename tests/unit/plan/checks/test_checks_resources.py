@@ -13,6 +13,7 @@ from harness.host.facts import FakeHostFacts, nearest_existing
 from harness.plan.checks import resources
 from harness.plan.checks.resources import check_disk_tiers, check_gpu_runtime, check_host_headroom
 from harness.plan.checks.runner import ALL_CHECKS, has_errors, run_checks
+from harness.sim.cache.fs import FsTier
 
 BASE = {"name": "baseline", "tier": "gpu-only"}
 
@@ -83,7 +84,7 @@ def test_disk_tier_empty_and_ours_are_ok(tmp_path: Path) -> None:
     assert _disk(tmp_path, str(tmp_path / "empty"))[0].level == "ok"
     ours = tmp_path / "ours"
     disk_tier.claim(ours, "run-0")  # a marker the harness wrote (a hand-made one is refused: tests/reliability)
-    (ours / "chunk").write_text("x")
+    FsTier(ours, namespace=0, chunk_tokens=256, chunk_bytes=1 << 20).write(1)  # what the engine wrote there
     [item, _] = _disk(tmp_path, str(ours))
     assert item.level == "ok" and "is ours" in item.message
 
@@ -184,7 +185,8 @@ def test_run_checks_runs_every_check_in_order(tmp_path: Path) -> None:
     assert not has_errors(items)
     assert list(ALL_CHECKS) == ["pinned-image", "arm-order", "tier-offload", "one-dimension", "weight-offload",
                                 "extra-args", "trtllm-release", "served-name", "lengths", "host-headroom",
-                                "disk-tier", "shm", "tier-blocks", "tier-capacity", "gpu-runtime", "env-refs", "trace"]
+                                "disk-tier", "shm", "tier-blocks", "tier-capacity", "gpu-runtime", "env-refs", "trace",
+                                "sim-start", "master-bind"]
     assert has_errors(run_checks(scenario, host=FakeHostFacts(mem_available=GIB)))
 
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.report.html import render_html
 from harness.report.sample import sample_summary
-from harness.report.templating import html_env
 from harness.report.validation import NOT_RECORDED, validation_banner
 from harness.report.writers import write_reports
 from harness.schema.validation import ArmValidation, ValidationRecord
@@ -62,8 +62,7 @@ def _real(validation: ValidationRecord | None):  # type: ignore[no-untyped-def]
 def test_a_real_engine_report_without_a_validation_record_says_not_validated(tmp_path: Path) -> None:
     summary = _real(None)
     assert validation_banner(summary) == NOT_RECORDED
-    html = html_env().get_template("report.html.j2").render(s=summary, verdict_title="GO", charts=[], links=[],
-                                                              arm_ids=["a", "b", "c"])
+    html = render_html(summary)
     assert 'id="not-validated-badge">NOT VALIDATED' in html
     write_reports(summary, tmp_path, only=["md"])
     assert "> **NOT VALIDATED: this run recorded no engine validation" in (tmp_path / "summary.md").read_text()

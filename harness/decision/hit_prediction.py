@@ -1,0 +1,234 @@
+"""Proof of use: each tier arm's predicted hit shares per step next to the measured ones, and a fit-screen warning
+where they disagree by much.
+
+The prediction (:mod:`harness.workload.hit_prediction`) runs on the request records' plan block hashes (the
+``hash_ids`` every record carries, in send order, warm-up first) at the capacities the arm resolved to: the GPU KV
+cache its server reported (``vllm:cache_config_info``), the CPU tier as the engine resolved it (validation.json) or
+as planned, the disk tier's planned ``size_gib``, all in tokens through the model's KV bytes per token. The measured
+shares are the step's server hit counters over its prompt tokens (:class:`~harness.schema.summary.HitTokens`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+from pydantic import ValidationError
+
+from harness.config.arms import GIB, Arm
+from harness.config.scenario import Scenario
+from harness.config.steps import StepLevel
+from harness.decision.cold_start import CALIBRATION_EVENT, baseline_warning
+from harness.decision.rules.fit import reported_blocks, resolved_tier
+from harness.plan.checks.tier_capacity import kv_bytes_per_token, mirrors_gpu
+from harness.rundir.entries import ArmEvent
+from harness.rundir.records import WARMUP_STEP
+from harness.schema.cold_start import ColdStart, HitPrediction, PredictedStep, TierShares
+from harness.schema.summary import ArmSummary, FitItem, StepSummary
+from harness.schema.validation import ValidationRecord
+from harness.workload.hit_prediction import (
+    MODEL_TEXT,
+    PlannedAccess,
+    TierCapacity,
+    block_hashes,
+    predict_step_shares,
+    sent_requests,
+)
+from harness.workload.plan import LoadConfigError, build_request_plan, step_tag
+from harness.workload.replay import TraceLoadError
+from harness.workload.requests import PlannedRequest
+from harness.workload.tokens import TokenCalibration
+
+MAX_GAP = 0.15  # predicted and measured shares of a step's prompt tokens further apart than this: a warning
+SOURCES = ("gpu", "cpu", "disk")
+
+
+def _capacity(scenario: Scenario, arm: Arm, steps: Sequence[StepSummary],
+              validation: ValidationRecord | None) -> tuple[TierCapacity | None, list[str]]:
+    reported = reported_blocks(steps)
+    if reported is None:
+        return None, ["the server reported no GPU KV cache size (vllm:cache_config_info)"]
+    blocks, block_size = reported
+    sources = [f"GPU {blocks} blocks x {block_size} tokens as the server reported them"]
+    cpu_bytes, per_token, tier_source = resolved_tier(arm, validation)
+    disk_bytes = int(sum((t.size_gib or 0.0) * GIB for t in arm.fs_tiers()))
+    if (cpu_bytes or disk_bytes) and per_token is None:
+        found = kv_bytes_per_token(scenario, arm)
+        if found is None:
+            return None, [*sources, "the model's KV bytes per token are not known (checks.kv_bytes_per_token)"]
+        per_token = found[0]
+        sources.append(f"KV {per_token} bytes/token from {found[1]}")
+    cpu = cpu_bytes // per_token if cpu_bytes and per_token else 0
+    disk = disk_bytes // per_token if disk_bytes and per_token else 0
+    if cpu:
+        sources.append(f"CPU tier {cpu} tokens {tier_source}")
+    if disk:
+        sources.append(f"disk tier {disk} tokens from the planned size_gib")
+    elif arm.fs_tiers():
+        sources.append("disk tier size not planned (size_gib): predicted as no disk tier")
+    inclusive = mirrors_gpu(scenario.engine_for(arm), arm)  # vLLM's CPU tier stores what the GPU computes
+    return TierCapacity(gpu_tokens=blocks * block_size, cpu_tokens=cpu, disk_tokens=disk,
+                        mode="inclusive" if inclusive else "exclusive"), sources
+
+
+def _rows(arm_df: pd.DataFrame) -> pd.DataFrame:
+    """The arm's warm-up and step requests (no drills), in send order."""
+    rows = arm_df[arm_df["step"] >= -1]
+    if "drill" in rows:
+        rows = rows[rows["drill"].isna()]
+    return rows.sort_values("send_ns", kind="stable")
+
+
+def _prompt_tokens(rows: pd.DataFrame) -> list[int]:
+    prompt = rows["prompt_tokens"].where(rows["prompt_tokens"].notna(), rows["prompt_tokens_target"])
+    return [int(p) if pd.notna(p) else 0 for p in prompt]
+
+
+def _level(scenario: Scenario, step: int) -> StepLevel | None:
+    if step == WARMUP_STEP:
+        w = scenario.steps.warmup
+        return StepLevel(concurrency=w.concurrency, duration_s=w.duration_s or None, requests=w.requests or None)
+    levels = scenario.steps.levels
+    return levels[step] if 0 <= step < len(levels) else None
+
+
+def _from_plan(scenario: Scenario, arm: Arm, rows: pd.DataFrame, calib: TokenCalibration,
+               block_tokens: int) -> list[PlannedAccess] | None:
+    """Every request's prompt hashed at the server's block size, re-derived from the step's request plan (the same
+    pure function of scenario, step and calibration that made it); None when a record is not in the plan."""
+    planned: dict[int, dict[str, PlannedRequest]] = {}
+    for step in sorted({int(v) for v in rows["step"]}):
+        level = _level(scenario, step)
+        if level is None:
+            return None
+        try:
+            plan = build_request_plan(scenario.workload, level, step_index=step, calibration=calib,
+                                      max_model_len=scenario.engine_for(arm).max_model_len)
+        except (LoadConfigError, TraceLoadError, OSError):
+            return None
+        users = Counter(int(u) for u in rows.loc[rows["step"] == step, "user"])
+        planned[step] = sent_requests(plan, users, sum(users.values()))
+    out: list[PlannedAccess] = []
+    for step, rid, prompt in zip(rows["step"], rows["request_id"], _prompt_tokens(rows), strict=True):
+        req = planned[int(step)].get(str(rid).removeprefix(f"{arm.name}/{step_tag(int(step))}/"))
+        if req is None:
+            return None
+        out.append(PlannedAccess(step=int(step), block_ids=block_hashes(req, block_tokens, calib),
+                                 prompt_tokens=prompt))
+    return out
+
+
+def _accesses(scenario: Scenario, arm: Arm, arm_df: pd.DataFrame, calib: TokenCalibration | None,
+              block_tokens: int) -> tuple[list[PlannedAccess], int, str] | None:
+    """The arm's requests in send order, the block size they are hashed at and how (None: no hashes at all)."""
+    if arm_df.empty or "hash_ids" not in arm_df or "hash_block_tokens" not in arm_df:
+        return None
+    rows = _rows(arm_df)
+    if calib is not None:
+        fine = _from_plan(scenario, arm, rows, calib, block_tokens)
+        if fine is not None:
+            return fine, block_tokens, (f"block hashes re-derived from the request plan at the server's "
+                                        f"{block_tokens}-token blocks")
+    sizes = {int(v) for v in rows["hash_block_tokens"].dropna() if int(v) > 0}
+    if len(sizes) != 1:
+        return None
+    size = sizes.pop()
+    out = [PlannedAccess(step=int(step), block_ids=[int(h) for h in (hashes if hashes is not None else [])],
+                         prompt_tokens=prompt)
+           for step, hashes, prompt in zip(rows["step"], rows["hash_ids"], _prompt_tokens(rows), strict=True)]
+    return out, size, (f"COARSE: the records' plan hashes at {size}-token blocks (the tokenizer calibration was not "
+                       "journaled, so the plan could not be re-derived at the server's block size)")
+
+
+def _measured(step: StepSummary) -> TierShares:
+    hits = step.hit_tokens
+    parts: dict[str, Any] = {s: getattr(hits, s) for s in SOURCES}
+    prompt = hits.prompt if hits.prompt is not None else None
+    if not prompt:
+        return TierShares()
+    shares = {s: (v / prompt if v is not None else None) for s, v in parts.items()}
+    known = [v for v in shares.values() if v is not None]
+    return TierShares(**shares, miss=max(0.0, 1.0 - sum(known)) if len(known) == len(SOURCES) else None)
+
+
+def hit_prediction(scenario: Scenario, arm: Arm, arm_df: pd.DataFrame, steps: Sequence[StepSummary],
+                   validation: ValidationRecord | None, calib: TokenCalibration | None = None) -> HitPrediction | None:
+    """Predicted against measured shares per step (None when the records carry no block hashes or the server
+    reported no GPU KV cache size). ``calib``: the arm's journaled tokenizer calibration, to re-derive the plan."""
+    capacity, sources = _capacity(scenario, arm, steps, validation)
+    reported = reported_blocks(steps)
+    if capacity is None or reported is None:
+        return None
+    accesses = _accesses(scenario, arm, arm_df, calib, reported[1])
+    if accesses is None:
+        return None
+    requests, block_tokens, how = accesses
+    sources.append(how)
+    shares = predict_step_shares(requests, block_tokens, capacity)
+    rows: list[PredictedStep] = []
+    for step in steps:
+        got = shares.get(step.index)
+        if got is None:
+            continue
+        rows.append(PredictedStep(index=step.index, label=step.label, requests=got.requests,
+                                  predicted=TierShares(gpu=got.gpu, cpu=got.cpu, disk=got.disk, miss=got.miss),
+                                  measured=_measured(step)))
+    return HitPrediction(model=MODEL_TEXT, mode=capacity.mode, block_tokens=block_tokens,
+                         gpu_tokens=capacity.gpu_tokens, cpu_tokens=capacity.cpu_tokens,
+                         disk_tokens=capacity.disk_tokens, sources=sources, steps=rows)
+
+
+def prediction_items(arm: str, prediction: HitPrediction | None) -> list[FitItem]:
+    """One ``hit-prediction-agrees`` item per arm with a prediction: ``warn`` naming both figures where a tier's
+    predicted and measured share of a step differ by more than :data:`MAX_GAP` (reported, never deciding)."""
+    if prediction is None or not prediction.steps:
+        return []
+    gaps: list[str] = []
+    for row in prediction.steps:
+        for source in SOURCES:
+            want, got = getattr(row.predicted, source), getattr(row.measured, source)
+            if want is not None and got is not None and abs(want - got) > MAX_GAP:
+                gaps.append(f"step {row.index} ({row.label}) {source}: predicted {want:.1%}, measured {got:.1%}")
+    if gaps:
+        return [FitItem(name="hit-prediction-agrees", status="warn", evidence=(
+            f"arm {arm}: the tier hits measured differ from the LRU prediction on the request plan by more than "
+            f"{MAX_GAP:.0%} of prompt tokens — " + "; ".join(gaps) + ": the tiers did not hold what the plan "
+            "needs them to (capacity, eviction or a warm start), or the load differs from the plan"))]
+    return [FitItem(name="hit-prediction-agrees", status="pass", evidence=(
+        f"arm {arm}: every step's measured tier hits are within {MAX_GAP:.0%} of prompt tokens of the LRU "
+        f"prediction on the request plan ({len(prediction.steps)} steps)"))]
+
+
+def calibration_of(events: Sequence[ArmEvent], arm: str) -> TokenCalibration | None:
+    """The arm's latest journaled tokenizer calibration (``tokenizer`` event; None: none, or unreadable)."""
+    found: TokenCalibration | None = None
+    for event in events:
+        if event.arm == arm and event.event == CALIBRATION_EVENT:
+            try:
+                found = TokenCalibration.model_validate(event.extra("calibration") or {})
+            except ValidationError:
+                found = None
+    return found
+
+
+def attach_proofs(scenario: Scenario, arms: Sequence[ArmSummary], all_df: pd.DataFrame,
+                  validation: ValidationRecord | None, proofs: Mapping[str, ColdStart | None],
+                  events: Sequence[ArmEvent], warnings: list[str]) -> list[FitItem]:
+    """Set every arm's ``cold_start`` and ``hit_prediction``; returns the fit items, adds the baseline's warning."""
+    items: list[FitItem] = []
+    by_name = {a.name: a for a in scenario.arms}
+    for summary in arms:
+        arm = by_name[summary.name]
+        summary.cold_start = proofs.get(summary.name)
+        rows = all_df[all_df["arm"] == summary.name] if not all_df.empty else all_df
+        summary.hit_prediction = hit_prediction(scenario, arm, rows, summary.steps, validation,
+                                                calibration_of(events, summary.name))
+        if summary.tier != "gpu-only":
+            items += prediction_items(summary.name, summary.hit_prediction)
+    if arms:
+        warm = baseline_warning(arms[0].name, arms[0].cold_start)
+        if warm is not None:
+            warnings.append(warm)
+    return items
