@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import shlex
 import shutil
 import signal
 import socket
@@ -75,6 +76,27 @@ def _free_port() -> int:
         return port
 
 
+def _kept_under_tmp() -> list[Path]:
+    """The checkout and the venv where they lie under /tmp (a CI clone): the worker must still see them."""
+    tmp = Path("/tmp").resolve()
+    kept: list[Path] = []
+    for path in (Path(__file__).resolve().parents[2], Path(sys.prefix).resolve()):
+        if path.is_relative_to(tmp) and not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
+def _private_tmp() -> str:
+    """Shell for the worker's mount namespace: an empty /tmp of its own (the master's step files are not there), with
+    the checkout and venv mounted back where they were: held open as fds 3, 4, ... across the tmpfs mount, and bound
+    with --no-canonicalize so that mount takes the held directory, not the same name on the new tmpfs."""
+    kept = _kept_under_tmp()
+    opens = "".join(f"exec {3 + i}<{shlex.quote(str(k))} && " for i, k in enumerate(kept))
+    back = "".join(f" && mkdir -p {shlex.quote(str(k))} && mount --no-canonicalize --bind /proc/self/fd/{3 + i} "
+                   f"{shlex.quote(str(k))} && exec {3 + i}<&-" for i, k in enumerate(kept))
+    return f'{opens}mount -t tmpfs none /tmp{back} && exec "$@"'
+
+
 def _worker(port: int, log: Path, *, offset_s: int = 0, script: str | None = None) -> subprocess.Popen[bytes]:
     """A worker 'on another machine': own /tmp and own monotonic clock (``offset_s``) where unshare works."""
     args = ["worker", "--master-host", "127.0.0.1", "--master-port", str(port), "--connect-timeout", "60"]
@@ -85,8 +107,7 @@ def _worker(port: int, log: Path, *, offset_s: int = 0, script: str | None = Non
     else:
         cmd = [sys.executable, "-m", "harness.load.locust_runner", *args]
     if UNSHARE:
-        inner = "mount -t tmpfs none /tmp && exec \"$@\""
-        cmd = ["unshare", "-m", "-T", "--monotonic", str(offset_s), "sh", "-c", inner, "sh", *cmd]
+        cmd = ["unshare", "-m", "-T", "--monotonic", str(offset_s), "sh", "-c", _private_tmp(), "sh", *cmd]
     with log.open("wb") as fh:
         return subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
 
