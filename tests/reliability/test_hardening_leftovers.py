@@ -26,7 +26,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 from test_hardening_resume import _interrupt, _start
-from test_reliability_signals import ENV, _finished_requests
+from test_reliability_signals import ENV, read_to_step
 
 from harness.config.engine import EngineSpec
 from harness.host.tempdirs import OWNER_FILE, STEP_PREFIX
@@ -84,20 +84,8 @@ def test_step_temp_dirs_a_sigkill_leaves_are_found_and_removed_by_cleanup(scenar
     proc = subprocess.Popen([sys.executable, "-m", "harness", "run", str(path), "--out", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True,
                             start_new_session=True)
-    assert proc.stdout is not None
-    seen, url, deadline = [], "", time.monotonic() + 90
     try:
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if " ready after " in line:
-                url = line.rsplit(" at ", 1)[-1].strip()
-            if "[baseline] step 0" in line:
-                break
-        while _finished_requests(url) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        seen, _url, _found = read_to_step(proc, "[baseline] step 0", 2, time.monotonic() + 90)
         dirs = _step_dirs(tmp)
         assert len(dirs) == 1, ("".join(seen), dirs)
         step = dirs[0]

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from rel_support import Progress
-from test_reliability_signals import ENV, EXIT_BY_VERDICT, _alive, _finished_requests
+from test_reliability_signals import ENV, EXIT_BY_VERDICT, _alive, read_to_step
 
 from harness.decision.summarize import rebuild_summary
 from harness.run.options import RunOptions
@@ -141,26 +141,14 @@ def _start(args: list[str]) -> subprocess.Popen[str]:
 def _interrupt(proc: subprocess.Popen[str], marker: str, signals: int) -> tuple[str, list[int], float]:
     """At ``marker`` (once the server has finished a few requests) send SIGINT to the run's process group
     ``signals`` times, 50 ms apart; returns the output, the pids the run had started and seconds to exit."""
-    assert proc.stdout is not None
-    seen: list[str] = []
-    deadline = time.monotonic() + 90
-    url, pids = "", []
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        if " ready after " in line:
-            url = line.rsplit(" at ", 1)[-1].strip()
-        if marker in line:
-            while _finished_requests(url) < 3 and time.monotonic() < deadline:
-                time.sleep(0.1)
-            pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-            for n in range(signals):
-                if n:
-                    time.sleep(0.05)
-                os.killpg(proc.pid, signal.SIGINT)
-            break
+    seen, _url, found = read_to_step(proc, marker, 3, time.monotonic() + 90)
+    pids: list[int] = []
+    if found:
+        pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        for n in range(signals):
+            if n:
+                time.sleep(0.05)
+            os.killpg(proc.pid, signal.SIGINT)
     sent = time.monotonic()
     assert pids, f"never saw {marker!r}:\n{''.join(seen)}"
     rest, _ = proc.communicate(timeout=60)

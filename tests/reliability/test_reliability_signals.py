@@ -38,32 +38,41 @@ def _finished_requests(url: str) -> int:
     return int(state["stats"]["finished"]["length"])
 
 
-def _interrupt_at(proc: subprocess.Popen[str], marker: str, sig: signal.Signals, group: bool) -> tuple[str, list[int]]:
-    """Wait (bounded) for a progress line, then until the server has finished a few of the step's requests, and
-    send the signal; returns the output and the pids the run had started."""
+def read_to_step(proc: subprocess.Popen[str], marker: str, requests: int,
+                 deadline: float) -> tuple[list[str], str, bool]:
+    """Read the run's output (until ``deadline``, a monotonic time) up to the line holding ``marker``, then wait until
+    the server has finished ``requests`` requests; returns the lines read, the server's URL (from its ready line,
+    "" if none came) and whether ``marker`` was seen."""
     assert proc.stdout is not None
     seen: list[str] = []
-    deadline = time.monotonic() + 90
-    pids: list[int] = []
     url = ""
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
         if not line:
-            break
+            return seen, url, False
         seen.append(line)
         m = READY.search(line)
         if m:
             url = m["url"]
         if marker in line:
-            assert url, "no ready line before the step"
-            while _finished_requests(url) < 3 and time.monotonic() < deadline:
+            while url and _finished_requests(url) < requests and time.monotonic() < deadline:
                 time.sleep(0.1)
-            pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
-            if group:
-                os.killpg(proc.pid, sig)
-            else:
-                proc.send_signal(sig)
-            break
+            return seen, url, True
+    return seen, url, False
+
+
+def _interrupt_at(proc: subprocess.Popen[str], marker: str, sig: signal.Signals, group: bool) -> tuple[str, list[int]]:
+    """Wait (bounded) for a progress line, then until the server has finished a few of the step's requests, and
+    send the signal; returns the output and the pids the run had started."""
+    seen, url, found = read_to_step(proc, marker, 3, time.monotonic() + 90)
+    pids: list[int] = []
+    if found:
+        assert url, "no ready line before the step"
+        pids = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
     assert pids, f"never saw {marker!r} (or the run had no child processes):\n{''.join(seen)}"
     rest, _ = proc.communicate(timeout=60)
     return "".join(seen) + rest, pids
