@@ -20,7 +20,7 @@ BENCH_MODEL ?=
 BENCH_VALIDATION ?= --require-validation
 
 .DEFAULT_GOAL := help
-.PHONY: help install test test-e2e demo benchmark perf decision-bench lint typecheck clean-venv cleanup
+.PHONY: help install test test-e2e demo benchmark perf decision-bench coverage-bench lint typecheck clean-venv cleanup
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  make %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,9 +55,23 @@ benchmark: $(STAMP) ## GPU boxes: run the real vLLM CPU-tier pilot (BENCH_SCENAR
 perf: $(STAMP) ## print performance figures (load path, analysis, simulator, report); exit 1: a goal missed, 3: a figure not measured
 	$(PY) -m harness.perf
 
-DECISION_RUNS ?= 10
-decision-bench: $(STAMP) ## error rates of the verdict over many simulated known-answer rollouts (~1.5 h on 2 cores; DECISION_RUNS)
-	$(PY) -m harness.decision_bench --out $(RESULTS)/decision-bench --runs $(DECISION_RUNS)
+# make decision-bench: the statistics' calibration on the virtual clock (coverage, bias, A/A false go/no-go, power;
+# docs/statistics.md "Calibration"); at most DECISION_MINUTES of rollouts started, over DECISION_JOBS processes.
+DECISION_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+DECISION_MINUTES ?= 15
+DECISION_AA_RUNS ?= 200
+DECISION_BENEFIT_RUNS ?= 40
+DECISION_COVERAGE_RUNS ?= 60
+# the verdict rows' steps: 10 modelled seconds cannot resolve the p99 rule (docs/statistics.md, "Calibration")
+DECISION_STEP_S ?= 33
+decision-bench: $(STAMP) ## calibration of the statistics over many simulated rollouts on the virtual clock (~15-20 min on 2 cores)
+	$(PY) -m harness.decision_bench.calibrate --out $(RESULTS)/decision-bench --jobs $(DECISION_JOBS) \
+	  --max-minutes $(DECISION_MINUTES) --aa-runs $(DECISION_AA_RUNS) --benefit-runs $(DECISION_BENEFIT_RUNS) \
+	  --coverage-runs $(DECISION_COVERAGE_RUNS) --decision-step-s $(DECISION_STEP_S)
+
+COVERAGE_ROLLOUTS ?= 400
+coverage-bench: $(STAMP) ## coverage of the ratio intervals (iid vs block bootstrap) on correlated synthetic series (~30 min on one core)
+	$(PY) -m harness.stats.coverage --rollouts $(COVERAGE_ROLLOUTS) --json $(RESULTS)/coverage-bench.json
 
 lint: $(STAMP) ## ruff and mypy --strict
 	$(VENV)/bin/ruff check harness tests

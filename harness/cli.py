@@ -21,6 +21,8 @@ from harness.host.facts import OsHostFacts
 from harness.load.probe import probe_command
 from harness.load.worker_cli import load_worker_command
 from harness.plan.validate import ValidateOptions
+from harness.predict.command import predict_command
+from harness.predict.record import attach_from_run
 from harness.report.commands import compare_command, index_command, make_report_command
 from harness.run.cleanup import cleanup_command
 from harness.run.live import LiveOutput
@@ -124,7 +126,10 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
             "--require-validation", help="exit 2 before any server starts when an arm could not be checked by the "
             "engine's own code (default in `make benchmark` and the GPU workflow)")] = False,
         validate_python: ValidatePythonOpt = None, validate_model: ValidateModelOpt = None,
-        set_: SetOpt = None) -> None:
+        set_: SetOpt = None,
+        virtual: Annotated[bool, typer.Option("--virtual", help="the simulated engine on a virtual clock: the same "
+                                              "rollout in seconds, deterministic (sets engine.sim_clock: virtual; "
+                                              "engine.kind: sim only)")] = False) -> None:
     """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
 
     Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
@@ -136,7 +141,8 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
     checking = None if no_validate else ValidateOptions.from_env(
         validate_python, str(validate_model) if validate_model else None, pull=True)
     opts = RunOptions(out_dir=out, only=only, resume=resume, allow_unpinned=allow_unpinned,
-                      overrides=tuple(set_ or []), validate=checking, require_validation=require_validation)
+                      overrides=tuple(set_ or []), validate=checking, require_validation=require_validation,
+                      virtual=virtual)
     result = run_rollout(scenario, opts, say=live.say)
     if result.exit_code == EXIT_BAD_INPUT:
         raise fail_bad_input(result.message)
@@ -161,17 +167,19 @@ def gpu_check() -> None:
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []})
 def sim(ctx: typer.Context) -> None:
-    """The simulated engine: `harness sim serve --port P [--profile NAME] ...` (see `harness sim serve --help`)."""
+    """The simulated engine: `harness sim serve --port P [--profile NAME] ...` (see `harness sim serve --help`);
+    `harness sim profiles [--sources]` lists the hardware profiles, their models and sources."""
     sim_app(args=list(ctx.args), prog_name="harness sim")
 
 
 def _rebuild_summary(run_dir: Path) -> Summary:
     from harness.decision.summarize import rebuild_summary  # pandas is imported only when a report is rebuilt
 
-    return rebuild_summary(run_dir)
+    return attach_from_run(run_dir, rebuild_summary(run_dir))  # a prediction's run stays PREDICTED
 
 
 app.command("report")(make_report_command(_rebuild_summary))
+app.command("predict")(predict_command)
 app.command("compare")(compare_command)
 app.command("index")(index_command)
 app.command("analyze-trace")(analyze_trace_command)

@@ -7,7 +7,9 @@ Typical use (what ``harness report`` does)::
     tables = analyze_arms(df, scenario.slo, scenario.rules.window_s, steps=spans)
     tables["cpu"].steps, tables["cpu"].windows
 
-or per arm: ``step_table(arm_df, slo, steps=spans)`` and ``windows(arm_df, window_s, steps=spans)``.
+or per arm: ``step_table(arm_df, slo, steps=spans)`` and ``windows(arm_df, window_s, steps=spans)``. Each step's
+steady state (the transient cut by MSER-5, the sample and window every comparison between arms uses) is
+:mod:`harness.analysis.steady`, recorded on the step as ``StepSummary.steady_state``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ Conventions (documented in docs/metrics.md):
   request <= ``itl_p99_ms``, E2E <= ``e2e_p99_ms`` (with no SLO set, the success share);
 * hit classes by ``cached_tokens / prompt_tokens``: >= 0.9 ``mostly-cached``, > 0 ``partial``, 0 ``recomputed``;
 * client health: send lag p50/p99 over every request; the first-token client delay (arrival to parse,
-  ``first_token_client_delay_ms``) p50/p95/p99 over every request that has both times (None for older records).
+  ``first_token_client_delay_ms``) p50/p95/p99 over every request that has both times (None for older records);
+* ``steady_state``: the step's transient cut and the steady-state window every comparison between arms uses
+  (:mod:`harness.analysis.steady`); the figures above are over the whole step (what users saw, and what budgets
+  judge).
 """
 
 from __future__ import annotations
@@ -24,8 +27,10 @@ import pandas as pd
 from harness.analysis.gapstats import GapStats, gap_stats
 from harness.analysis.latency import float_column
 from harness.analysis.prepare import Prepared, StepsArg, prepare, window_layout
+from harness.analysis.steady import describe, steady_cut
 from harness.config.rules import SloSpec
 from harness.schema.intervals import Percentiles
+from harness.schema.steady import SteadyState
 from harness.schema.summary import ClientHealth, HitClassLatency, HitTokens, StepSummary
 from harness.stats.grouped import GroupStats, grouped_stats
 from harness.stats.intervals import DEFAULT_CONFIDENCE
@@ -116,6 +121,22 @@ def _plain_percentiles(stats: GroupStats, group: int) -> Percentiles | None:
     return Percentiles(p50=p50, p95=p95, p99=p99, mean=float(stats.mean[group]), count=count)
 
 
+def steady_states(prep: Prepared, good: npt.NDArray[np.bool_]) -> list[SteadyState | None]:
+    """Each group's steady state (:func:`harness.analysis.steady.steady_cut` over its span); None without rows."""
+    out: list[SteadyState | None] = []
+    order = np.argsort(prep.row_group, kind="stable")
+    bounds = np.searchsorted(prep.row_group[order], np.arange(len(prep.groups) + 1))
+    for g in range(len(prep.groups)):
+        rows = order[bounds[g]:bounds[g + 1]]
+        if len(rows) == 0:
+            out.append(None)
+            continue
+        part = prep.df.iloc[rows]
+        cut = steady_cut(part, int(prep.start[g]), int(prep.end[g]))
+        out.append(describe(part, cut, good[rows]))
+    return out
+
+
 def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = DEFAULT_CONFIDENCE
               ) -> dict[str, list[StepSummary]]:
     """Step summaries of every arm of ``prep`` (``gaps`` under any window layout of ``prep``)."""
@@ -140,7 +161,9 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = 
     lag_s = grouped_stats(float_column(df, "send_lag_ms"), code, n, qs=(50.0, 99.0), confidence=None)
     delay_s = grouped_stats(float_column(df, "first_token_client_delay_ms"), code, n, confidence=None)
     out_tokens = count(np.where(ok, np.nan_to_num(float_column(df, "output_tokens_eff")), 0.0))
-    good = count(within_slo(df, slo).astype(np.float64))
+    good_rows = within_slo(df, slo)
+    good = count(good_rows.astype(np.float64))
+    steady = steady_states(prep, good_rows)
     cached = float_column(df, "cached_tokens")
     cached_sum = count(np.nan_to_num(cached))
     cached_seen = count((~np.isnan(cached)).astype(np.float64))
@@ -169,6 +192,7 @@ def summaries(prep: Prepared, slo: SloSpec, gaps: GapStats, confidence: float = 
             ttft_by_hit_class=classes[g],
             client=ClientHealth(send_lag_ms_p50=lag_s.value(g, 50.0), send_lag_ms_p99=lag_s.value(g, 99.0)),
             first_token_delay_ms=_plain_percentiles(delay_s, g),
+            steady_state=steady[g],
         ))
     return out
 

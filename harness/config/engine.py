@@ -20,7 +20,7 @@ _SHM_RE = re.compile(r"^[0-9]+[bkmgBKMG]?$")
 # docker run --gpus: 'all', a count, or device ids ('0,1', 'device=2', GPU UUIDs).
 _GPUS_RE = re.compile(r"^(?:all|[0-9]+|(?:device=)?[A-Za-z0-9-]+(?:,[A-Za-z0-9-]+)*)$")
 # Fields only the simulator reads, and those only a container gets: refused elsewhere when not at their defaults.
-SIM_FIELDS = ("sim_profile", "sim_profile_file", "sim_flavor", "sim_time_scale", "sim_args", "sim_noise")
+SIM_FIELDS = ("sim_profile", "sim_profile_file", "sim_flavor", "sim_time_scale", "sim_args", "sim_noise", "sim_clock")
 CONTAINER_FIELDS = ("gpus", "shm_size", "ipc")
 
 
@@ -87,6 +87,10 @@ class EngineSpec(StrictModel):
     sim_args: list[str] = Field(default_factory=list, description="extra simulator flags (faults, seeds)")
     sim_noise: SimNoise | None = Field(default=None, description="seeded timing noise of the simulator (off "
                                        "when absent)")
+    sim_clock: Literal["real", "virtual"] = Field(
+        default="real", description="real: a simulator server in (scaled) real time over HTTP; virtual: the "
+        "simulator's engine core and the load on one discrete-event clock in the harness process (no HTTP, no "
+        "sleeping; `harness run --virtual`)")
 
     @field_validator("image")
     @classmethod
@@ -150,7 +154,11 @@ class EngineSpec(StrictModel):
                        if "gpus" in given else "")
                 raise ValueError(f"{', '.join(given)} {_apply(given)} to containers (engine.launcher: docker) only, "
                                  f"not {self.effective_launcher}: remove {_them(given)}{fix}")
-        elif self.shm_size is not None and (self.ipc == "host" or (self.ipc is None and self.kind == "trtllm")):
+        if self.sim_clock == "virtual" and self.effective_launcher != "process":
+            raise ValueError(f"sim_clock: virtual runs the simulator inside the harness; it has no "
+                             f"{self.effective_launcher} launcher: remove engine.launcher or set sim_clock: real")
+        host_ipc = self.ipc == "host" or (self.ipc is None and self.kind == "trtllm")
+        if self.effective_launcher == "docker" and self.shm_size is not None and host_ipc:
             why = "engine.ipc: host" if self.ipc == "host" else "TensorRT-LLM containers run with ipc host"
             raise ValueError(f"shm_size does nothing when the container shares the host's /dev/shm ({why}): remove "
                              "it, or set engine.ipc: private")

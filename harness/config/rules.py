@@ -136,6 +136,18 @@ class NoiseFloorSpec(StrictModel):
     _measures = field_validator("measures", mode="before")(_judged_measures)
 
 
+class HostContentionSpec(StrictModel):
+    """When a step's figures are the host's, not the engine's: a step over this budget never decides a verdict, and
+    an A/A step over it does not set the noise floor (:mod:`harness.decision.rules.load_host`)."""
+
+    max_sim_behind_share: float = Field(default=0.05, gt=0, le=1.0, description="a simulated step whose simulator "
+                                        "fell behind the wall clock by more than this share of the step's duration "
+                                        "(its own CPU on the host, not modelled physics) is host-contended")
+    client_saturation: bool = Field(default=True, description="a step whose load generator was saturated (CPU, "
+                                    "send lag or first-token client delay over the load section's limits) is "
+                                    "host-contended")
+
+
 class TierHealthRule(StrictModel):
     """Name a tier that drops stores or fails promotions under load (vLLM's tier-health counters, per step)."""
 
@@ -162,6 +174,7 @@ class RulesSpec(StrictModel):
     earns_keep: EarnsKeepRule | None = Field(default_factory=EarnsKeepRule)
     tier_health: TierHealthRule | None = Field(default_factory=TierHealthRule)
     noise_floor: NoiseFloorSpec = Field(default_factory=NoiseFloorSpec)
+    host_contention: HostContentionSpec = Field(default_factory=HostContentionSpec)
     require_own_tier_hits: bool = Field(default=True, description="a tier whose own tier served no hits at any "
                                         "step cannot be go (no causal path for an improvement)")
     fit_screen_decides: bool = Field(default=True, description="fit-screen warnings (prefixes do not come back, "

@@ -59,6 +59,14 @@ def break_even(rows: Sequence[EffectRow], steps: Sequence[StepSummary]) -> Break
         return None
     order = {s.index: i for i, s in enumerate(sorted(steps, key=_load_key))}
     labels = {s.index: s.label for s in steps}
+    # a host-contended step (harness.decision.rules.load_host) compared nothing the tier can be credited with
+    aside = sorted({r.step for r in rows} - {r.step for r in rows if r.outcome != "host-contended"},
+                   key=lambda i: order.get(i, i))
+    where = ", ".join(labels.get(i, str(i)) for i in aside)
+    note = f"; {where} host-contended, not compared" if aside else ""
+    rows = [r for r in rows if r.outcome != "host-contended"]
+    if not rows:
+        return BreakEven(status="never-shown", text=f"never shown: every step tested was host-contended ({where})")
     compared = sorted({r.step for r in rows}, key=lambda i: order.get(i, i))
     improved = [i for i in compared if any(r.step == i and r.outcome in IMPROVED for r in rows)]
     hurt = [i for i in compared if any(r.step == i and r.outcome in HURT for r in rows)]
@@ -75,7 +83,7 @@ def break_even(rows: Sequence[EffectRow], steps: Sequence[StepSummary]) -> Break
     harm_labels = [labels.get(i, str(i)) for i in hurt]
 
     def made(status: BreakEvenStatus, text: str) -> BreakEven:
-        return BreakEven(status=status, text=text, improvement_from=lo_imp, harm_up_to=hi_harm,
+        return BreakEven(status=status, text=text + note, improvement_from=lo_imp, harm_up_to=hi_harm,
                          improvement_steps=imp_labels, harm_steps=harm_labels, steps=names)
 
     if not improved and not hurt:

@@ -24,6 +24,11 @@ Reasons come deciding rule first, every rule's sentence kept: for ``go`` the imp
 cause before credit (no own-tier hits, the fit screen, the improvement not shown, then what could not be judged),
 an unresolved comparison followed by what more load would settle it. The verdict's sentence names the recommended
 (or the breaking) arm's break-even load when one was computed.
+
+A comparison at a host-contended step (reason code ``host-contended``,
+:mod:`harness.decision.rules.load_host`) never decides: set aside it is ``not-applicable`` and listed among the
+reasons as not deciding, with its figures and budget; with no clean step the rule is unresolved and holds the arm,
+host contention first among what holds it (after no own-tier hits and the fit screen).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from harness.decision.rules.load_host import REASON as HOST_CONTENDED
 from harness.schema.summary import EXIT_CODES, ArmFailure, ArmSummary, Decision, RuleResult, Verdict
 
 HOLD_KINDS = ("earns_keep", "causal", "fit")
@@ -66,9 +72,11 @@ _HOLD_ORDER = {("causal", "breach"): 0, ("fit", "breach"): 1, ("earns_keep", "br
 _PASS_ORDER = {"earns_keep": 0, "regression": 1, "errors": 2, "causal": 3, "fit": 4, "budget": 5, "tier_health": 6}
 
 
-def _hold_rank(r: RuleResult) -> int:
-    """Cause before credit: no causal path or a fit-screen warning first, then the improvement not shown, then what
-    could not be judged."""
+def _hold_rank(r: RuleResult) -> float:
+    """Cause before credit: no causal path or a fit-screen warning first, then host contention (nothing measured
+    can be charged to the engine), then the improvement not shown, then what could not be judged."""
+    if r.reason_code == HOST_CONTENDED:
+        return 1.5
     return _HOLD_ORDER.get((r.kind, r.status), len(_HOLD_ORDER))
 
 
@@ -96,7 +104,7 @@ def first_hold(rules: Sequence[RuleResult]) -> RuleResult | None:
     return min(holds, key=_hold_rank) if holds else None
 
 
-def _ranked(items: list[tuple[RuleResult, str]], rank: Callable[[RuleResult], int]) -> list[str]:
+def _ranked(items: list[tuple[RuleResult, str]], rank: Callable[[RuleResult], float]) -> list[str]:
     return [text for _, text in sorted(items, key=lambda item: rank(item[0]))]
 
 
@@ -125,7 +133,9 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
     warnings: list[str] = []  # tier-health warnings: reported, never deciding
     for r in deciding:
         role = _role(r)
-        if role == "warning":
+        if r.status == "not-applicable" and r.reason_code == HOST_CONTENDED:
+            warnings.append(f"not deciding — {r.rule}: {r.message}")
+        elif role == "warning":
             warnings.append(f"warning (not deciding) — {r.rule}: {r.message}")
         elif role == "shared":
             shared.append(f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this budget too: the "
@@ -133,7 +143,7 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         elif role == "veto":
             vetoes.append((r, f"{'critical rule ' if r.critical else ''}{r.rule}: {r.message}"))
         elif role == "hold" and r.status == "unresolved":
-            hint = hints.get((r.rule, r.step))
+            hint = hints.get((r.rule, r.step)) if r.reason_code != HOST_CONTENDED else None  # not load's to settle
             holds.append((r, f"{r.rule} unresolved: {r.message}" + (f" — to settle it: {hint}" if hint else "")))
         elif role == "hold":
             not_critical = " (not critical)" if r.kind == "budget" else ""

@@ -11,6 +11,8 @@ the limit it was held against; nothing here is a new test:
 * **harm** rows: each regression rule's step against the baseline, > 1 = worse. ``harm shown`` when the lower end
   exceeds ``max_ratio x floor``, ``within limit`` when the upper end is at most ``max_ratio / floor``, else ``not
   settled``; ``not judged`` when the step could not resolve the percentile.
+* ``host-contended`` (either kind): the step was over its host-contention budget
+  (:mod:`harness.decision.rules.load_host`); shown, never deciding, nothing to settle by more load.
 
 **What would settle an open comparison** (the power arithmetic of :mod:`harness.plan.power.resolve`, applied to the
 measured interval): a percentile the step cannot resolve needs :func:`~harness.stats.intervals.min_samples_to_resolve`
@@ -27,9 +29,11 @@ import math
 from collections.abc import Sequence
 
 from harness.config.rules import BudgetRule
+from harness.decision.bounds import FLOOR_ABOVE_TOLERANCE, RegressionBounds
 from harness.decision.decide import first_hold
 from harness.decision.evaluate import ArmEvaluation, RegressionComparison
 from harness.decision.rules.keep import KeepComparison, KeepEvaluation
+from harness.decision.rules.load_host import REASON as HOST_CONTENDED
 from harness.plan.power.resolve import duration_for
 from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.summary import Decision, EffectRow, RuleResult, StepSummary
@@ -65,6 +69,8 @@ def _row_base(step: StepSummary) -> dict[str, object]:
 
 def keep_outcome(c: KeepComparison) -> str:
     """What one earns-its-keep comparison shows (see module docs)."""
+    if c.contended is not None:
+        return "host-contended"
     if not c.resolved or c.ci.lo is None or c.ci.hi is None:
         return "not judged"
     if c.ci.lo >= c.need:
@@ -87,12 +93,15 @@ def keep_rows(ev: KeepEvaluation, rule_label: str, min_improvement: float, versu
             "interval": c.ci, "limit": round(c.need, 4), "floor": c.floor,
             "limit_text": f"min_improvement {min_improvement:.2f}{floor_text}", "outcome": outcome,
             "deciding": ev.winner is c, "n": c.n_mine, "n_versus": c.n_theirs,
-            "source": _source(c.step, c.n_mine, c.n_theirs, versus, c.ci)})
+            "source": _source(c.step, c.n_mine, c.n_theirs, versus, c.ci),
+            "reason_code": HOST_CONTENDED if c.contended is not None else None})
         rows.append(row.model_copy(update={"settle": settle_text(row, c.step)}) if outcome in OPEN else row)
     return rows
 
 
 def _harm_outcome(result: RuleResult) -> str:
+    if result.reason_code == HOST_CONTENDED:
+        return "host-contended"
     if result.status == "breach":
         return "harm shown"
     if result.status == "pass":
@@ -109,14 +118,13 @@ def regression_rows(comparisons: Sequence[RegressionComparison], versus: str) ->
         if c.rule.dry_run:
             continue
         ci = c.result.interval or RatioCI(note=c.result.message)
-        limit = c.rule.max_ratio * c.floor
-        floor_text = f" x noise floor {c.floor:.3f}" if c.floor > 1.0 else ""
+        bounds = RegressionBounds(c.rule.max_ratio, c.floor)
         outcome = _harm_outcome(c.result)
         row = EffectRow.model_validate({
             **_row_base(c.step), "rule": c.rule.label, "test": "harm",
             "measure": f"p{c.rule.percentile:g} {c.rule.metric.upper()}", "versus": versus, "interval": ci,
-            "limit": round(limit, 4), "pass_limit": round(c.rule.max_ratio / c.floor, 4), "floor": c.floor,
-            "limit_text": f"max_ratio {c.rule.max_ratio:.2f}{floor_text}", "outcome": outcome,
+            "limit": round(bounds.breach_bound, 4), "pass_limit": round(bounds.pass_bound, 4), "floor": c.floor,
+            "limit_text": bounds.limit_text(), "outcome": outcome, "reason_code": c.result.reason_code,
             "n": c.n_mine, "n_versus": c.n_base, "source": _source(c.step, c.n_mine, c.n_base, versus, ci)})
         if outcome in OPEN:
             row = row.model_copy(update={"settle": settle_text(row, c.step, needed=c.needed)})
@@ -180,6 +188,10 @@ def settle_factor(row: EffectRow) -> tuple[float | None, str]:
         return (h_lo / (r - math.log(limit))) ** 2, "show the harm"
     if ci.ratio < within:
         return (h_hi / (math.log(within) - r)) ** 2, "show it within the limit"
+    if row.reason_code == FLOOR_ABOVE_TOLERANCE:
+        return None, (f"the measured ratio lies between {within:.3f} and {limit:.3f} and the noise floor "
+                      f"{row.floor:.3f} exceeds the rule's tolerance: more load on this arm does not settle it; a "
+                      "quieter host or a longer A/A (a lower floor) would")
     return None, (f"the measured ratio lies between {within:.2f} and {limit:.2f} (the limit divided and multiplied "
                   "by the noise floor): more load does not settle it")
 
@@ -297,6 +309,10 @@ def mark_deciding(rows: Sequence[EffectRow], decision: Decision, rules: Sequence
     def drove(row: EffectRow) -> bool:
         if held is None:
             return False
+        if held.reason_code == HOST_CONTENDED:  # held by host contention: the comparisons it set aside
+            return row.outcome == "host-contended" and (
+                row.test == "improvement" if held.kind == "earns_keep" else
+                held.kind == "regression" and row.test == "harm" and row.rule == held.rule)
         if held.kind == "earns_keep" and row.test == "improvement":
             return row.outcome in OPEN if held.status == "unresolved" else row.interval == held.interval
         return held.kind == "regression" and row.test == "harm" and row.rule == held.rule and row.outcome in OPEN

@@ -67,10 +67,11 @@ def reference_rows(run: RunDir, arm: str, step: int, prefix: str) -> tuple[pd.Da
 
 
 def _step_interval(sample: StepSample, metric: LatencyMetric, q: float, confidence: float) -> QuantileCI:
-    """The step-level percentile interval as the summary computes it (ITL: every gap, requests as sample size)."""
+    """The step-level percentile interval as the summary computes it (ITL: every gap, requests as sample size), over
+    the whole step (budgets judge every request, the transient too)."""
+    values = sample.budget_metric(metric)
     if metric == "itl" and sample.gaps is not None:
-        return interval_from_sorted(np.sort(sample.gaps), q, confidence, n_effective=sample.n)
-    values = sample.metric(metric)
+        return interval_from_sorted(np.sort(sample.gaps), q, confidence, n_effective=len(values))
     return interval_from_sorted(np.sort(values[~np.isnan(values)]), q, confidence)
 
 
@@ -102,7 +103,8 @@ class StepLooker:
     def _reference(self, arm: str) -> StepSample | None:
         if arm not in self._refs:
             found = reference_rows(self.run, arm, self.step, self.prefix)
-            self._refs[arm] = step_sample(found[0], found[1].duration_s, self.scenario.slo) if found else None
+            self._refs[arm] = step_sample(found[0], found[1].duration_s, self.scenario.slo,
+                                          start_ns=found[1].start_ns, end_ns=found[1].end_ns) if found else None
         return self._refs[arm]
 
     def __call__(self, elapsed_s: float) -> str | None:

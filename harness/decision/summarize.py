@@ -21,13 +21,14 @@ from harness.decision.cold_start import cold_start_of, cold_start_rule
 from harness.decision.decide import decide_arm, mark_shared, verdict
 from harness.decision.drills import drill_results
 from harness.decision.effects import budget_hints, effect_rows, mark_deciding, settle_hints
-from harness.decision.evaluate import ArmData, ArmEvaluation, evaluate_arm
+from harness.decision.evaluate import ArmData, ArmEvaluation, evaluate_arm, planned_steps
 from harness.decision.hit_prediction import attach_proofs
 from harness.decision.live_config import live_config_checks
-from harness.decision.noise_floor import noise_floor, statistics_note
+from harness.decision.noise_floor import aa_name, noise_floor, statistics_note
 from harness.decision.records_check import missing_records, records_verdict
 from harness.decision.rules.causal import fit_rule
 from harness.decision.rules.fit import fit_screen, reuse_share
+from harness.decision.rules.load_host import mark_steps
 from harness.decision.value import value_section
 from harness.rundir.attempts import counted_entries, counted_rows
 from harness.rundir.entries import ArmEvent, StepEntry
@@ -152,6 +153,7 @@ def _steps_with_spans(steps: list[StepSummary], spans: dict[int, StepEntry], arm
         step.planned_duration_s = span.planned_duration_s
         step.ended_early = span.ended_early
         step.stop_reason = span.stop_reason or None
+        step.sim_behind_s = span.sim_behind_s
         lag = sim_lag_warning(arm, step, span.sim_behind_s)
         if lag is not None:
             warnings.append(lag)
@@ -185,17 +187,27 @@ def rebuild_summary(run_dir: Path) -> Summary:
     warnings: list[str] = []
     missing: list[str] = []
     data: list[ArmData] = []
+    planned = planned_steps(scenario)  # where two arms may be paired by plan key (else unpaired steady states)
     wins_by_arm: dict[str, list[WindowPoint]] = {}
     for arm in scenario.arms:
         table = tables.get(arm.name)
         steps = table.steps if table is not None else []
         spans = {e.step: e for e in step_entries if e.arm == arm.name and e.step >= 0}
         _steps_with_spans(steps, spans, arm.name, warnings)
+        mark_steps(scenario.rules.host_contention, steps)  # over the host-contention budget: never deciding
         missing += _server_side(run, scenario, arm.name, arm.tier != "gpu-only", bool(arm.fs_tiers()), steps, spans)
         attach_host(run.metrics_dir(arm.name), steps, spans)  # host telemetry per step (harness.scrape.telemetry)
-        data.append(ArmData(arm.name, df[df["arm"] == arm.name] if not df.empty else df, steps))
+        data.append(ArmData(arm.name, df[df["arm"] == arm.name] if not df.empty else df, steps,
+                            spans={i: (e.start_ns, e.end_ns) for i, e in spans.items()}, planned=planned))
         wins_by_arm[arm.name] = table.windows if table is not None else []
-    floor = noise_floor(scenario, tables, data[0], df, confidence)
+    aa = tables.get(aa_name(scenario.arms[0].name))
+    if aa is not None:  # the A/A re-run's steps: host contention there sets no floor
+        aa_spans = {e.step: e for e in step_entries if e.arm == aa_name(scenario.arms[0].name) and e.step >= 0}
+        _steps_with_spans(aa.steps, aa_spans, aa_name(scenario.arms[0].name), warnings)
+        mark_steps(scenario.rules.host_contention, aa.steps)
+    aa_spans_ns = {e.step: (e.start_ns, e.end_ns) for e in step_entries
+                   if e.arm == aa_name(scenario.arms[0].name) and e.step >= 0}
+    floor = noise_floor(scenario, tables, data[0], df, confidence, spans=aa_spans_ns)
     looks = scenario.steps.sequential.looks if scenario.steps.sequential.enabled else 1
     floors = floor.per_step if floor is not None else None
     evaluated: list[ArmEvaluation] = []
@@ -232,6 +244,7 @@ def rebuild_summary(run_dir: Path) -> Summary:
     return Summary(
         run_id=manifest["run_id"], scenario=scenario.name, scenario_hash=manifest.get("scenario_hash", ""),
         engine=scenario.engine.kind, model=scenario.engine.model, simulated=scenario.engine.kind == "sim",
+        clock="virtual" if manifest.get("clock") == "virtual" else "real",
         verdict=outcome.verdict, recommended_arm=outcome.recommended_arm, exit_code=outcome.exit_code,
         verdict_reason=outcome.reason, started_at=manifest.get("started_at", ""),
         finished_at=_finished_at(events), caches_carry_over_between_steps=True,

@@ -12,9 +12,11 @@ Every case is a real rollout (simulator servers, the load generator, scraping, t
   stages a step's store offer, as vLLM 0.32 needs): p99 TTFT rises; the fs tier's asynchronous lookup also costs
   the median an engine step, so Mann-Whitney sees it too; ``go`` is wrong.
 
-The simulator runs faster than modelled time (``time_scale``) so many rollouts fit in a benchmark run; budgets are
-scaled by the same factor. Only physics is set here; nothing in a case says what the verdict should be except the
-case's documented truth, which the benchmark compares with.
+Every case runs on the virtual clock (``engine.sim_clock: virtual``, docs/virtual-clock.md) by default: modelled
+time 1.0 and unscaled budgets, the rollout in process and as fast as the host computes it. ``real_time=True`` is the
+old path: simulator servers in real time, faster than modelled time (``time_scale``) so many rollouts fit in a
+benchmark run, budgets scaled by the same factor. Only physics is set here; nothing in a case says what the verdict
+should be except the case's documented truth, which the benchmark compares with.
 """
 
 from __future__ import annotations
@@ -51,12 +53,25 @@ CASES = {
 }
 
 
-def _engine(seed: int) -> dict[str, Any]:
-    return {"kind": "sim", "launcher": "process", "model": "meta-llama/Llama-3.1-8B-Instruct",
-            "served_model_name": "bench-8b", "sim_profile": "h200-llama3-8b", "sim_time_scale": TIME_SCALE,
-            "gpu_memory_utilization": 0.145, "max_model_len": 8192, "max_num_seqs": 256, "port": 0,
-            "readiness_timeout_s": 60,
-            "sim_noise": {"seed": seed, "step_jitter": 0.1, "run_drift": 0.05, "drift_per_hour": 0.0}}
+RUN_DRIFT = 0.05  # per-launch drift of the decision cases (the realistic noise the A/A noise floor is for)
+STEP_JITTER = 0.1
+
+
+def time_scale(real_time: bool) -> float:
+    """Modelled time over clock time: 1.0 on the virtual clock (its speed is the host's), else :data:`TIME_SCALE`."""
+    return TIME_SCALE if real_time else 1.0
+
+
+def _engine(seed: int, real_time: bool, run_drift: float) -> dict[str, Any]:
+    engine: dict[str, Any] = {
+        "kind": "sim", "launcher": "process", "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "served_model_name": "bench-8b", "sim_profile": "h200-llama3-8b", "sim_time_scale": time_scale(real_time),
+        "gpu_memory_utilization": 0.145, "max_model_len": 8192, "max_num_seqs": 256, "port": 0,
+        "readiness_timeout_s": 60,
+        "sim_noise": {"seed": seed, "step_jitter": STEP_JITTER, "run_drift": run_drift, "drift_per_hour": 0.0}}
+    if not real_time:
+        engine["sim_clock"] = "virtual"
+    return engine
 
 
 def _arms(case: str, disk_dir: str) -> list[dict[str, Any]]:
@@ -74,11 +89,16 @@ def _arms(case: str, disk_dir: str) -> list[dict[str, Any]]:
 
 
 def scenario(case: str, seed: int, disk_dir: str, step_s: float,
-             design: dict[str, Any] | None = None) -> dict[str, Any]:
+             design: dict[str, Any] | None = None, *, real_time: bool = False, run_drift: float = RUN_DRIFT,
+             sequential: bool | None = None) -> dict[str, Any]:
     """The scenario of one rollout of ``case`` with noise and workload seeded by ``seed`` (``design``: sequential
-    settings, e.g. ``looks``, over the defaults)."""
+    settings, e.g. ``looks``, over the defaults). ``real_time``: the old path (simulator servers, scaled time);
+    ``run_drift``: the per-launch drift (0 for coverage rollouts, whose truth must not move from launch to launch);
+    ``sequential``: override the case's sequential steps (off: fixed-horizon steps)."""
     info = CASES[case]
-    engine = _engine(seed)
+    engine = _engine(seed, real_time, run_drift)
+    scale = time_scale(real_time)
+    seq = info.sequential if sequential is None else sequential
     if case == "tail":
         # A slow-disk tail: reads of the fs tier sometimes stall (seeded by the noise seed); physics only.
         engine["sim_args"] = ["--disk-read-tail-prob", "0.02", "--disk-read-tail-factor", "25"]
@@ -100,8 +120,8 @@ def scenario(case: str, seed: int, disk_dir: str, step_s: float,
                   "levels": ([{"concurrency": 24, "duration_s": step_s}] if case.startswith("aa") else
                              [{"concurrency": 12, "duration_s": step_s}, {"concurrency": 32, "duration_s": step_s}]),
                   "scrape_interval_s": 1, "stream_idle_timeout_s": 30, "drain_timeout_s": 10,
-                  "sequential": {"enabled": info.sequential, "looks": 4, "min_fraction": 0.25, **(design or {})}},
-        "slo": {"ttft_p99_ms": 8000 * TIME_SCALE, "itl_p99_ms": 1500 * TIME_SCALE},
+                  "sequential": {"enabled": seq, "looks": 4, "min_fraction": 0.25, **(design or {})}},
+        "slo": {"ttft_p99_ms": 8000 * scale, "itl_p99_ms": 1500 * scale},
         "rules": {"window_s": 5, "min_requests_per_window": 3,
                   "noise_floor": {"rerun_baseline": case == "aa-floor"},
                   "budgets": [{"metric": "ttft", "breach_windows": 3, "of_last": 5, "critical": True}],

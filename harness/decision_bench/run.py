@@ -3,8 +3,9 @@
 Runs many short simulated rollouts of the known-answer cases in :mod:`.cases` (noise on, seeds varied) and prints,
 per case: how often each verdict came out, the false-go rate (A/A), the power (benefit: go), how often the tail
 test flagged the slow-disk regression against how often Mann-Whitney alone would have, and load time used against
-the fixed horizon. Every rollout is a real one (``harness run``'s code path, reports off); its run directory is kept
-under ``--out`` so any figure can be traced back to its requests.
+the fixed horizon. Every rollout is a real one (``harness run``'s code path, reports off; on the virtual clock unless
+``--real-time``); its run directory is kept under ``--out`` so any figure can be traced back to its requests. The
+statistics' calibration (coverage, bias, error rates over many parallel rollouts) is :mod:`.calibrate`.
 """
 
 from __future__ import annotations
@@ -61,14 +62,17 @@ def _mw_flag(run_dir: Path, arm: str, base: str, alpha: float, steps: int) -> bo
     return False
 
 
-def run_case(case: str, seed: int, out: Path, step_s: float, design: dict[str, Any] | None = None) -> Outcome:
-    """One rollout of one case (``design``: sequential settings overriding the case's)."""
+def run_case(case: str, seed: int, out: Path, step_s: float, design: dict[str, Any] | None = None,
+             real_time: bool = False) -> Outcome:
+    """One rollout of one case (``design``: sequential settings overriding the case's; ``real_time``: simulator
+    servers in scaled real time instead of the virtual clock)."""
     from harness.run.orchestrator import run_rollout
 
     work = out / f"{case}-{seed}"
     work.mkdir(parents=True, exist_ok=True)
     path = work / "scenario.yaml"
-    path.write_text(yaml.safe_dump(scenario(case, seed, str(work / "kv-tier"), step_s, design), sort_keys=False),
+    path.write_text(yaml.safe_dump(scenario(case, seed, str(work / "kv-tier"), step_s, design,
+                                                  real_time=real_time), sort_keys=False),
                     encoding="utf-8")
     started = time.monotonic()
     result = run_rollout(path, RunOptions(out_dir=work / "runs", write_reports=False), say=lambda *_: None)
@@ -156,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-fraction", type=float, default=None, help="the first look's share of a step (default 0.25)")
     p.add_argument("--figures-json", type=Path, default=None, help="also write the time-to-decision figures "
                    "(harness.decision_bench.time_to_decision) to this JSON file")
+    p.add_argument("--real-time", action="store_true", help="the old path: simulator servers in scaled real time "
+                   "(default: the virtual clock)")
     p.add_argument("--table-from", type=Path, nargs="+", default=None,
                    help="only print the table of earlier runs' outcomes.jsonl files")
     args = p.parse_args(argv)
@@ -177,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases:
         n = (args.aa_runs or 4 * args.runs) if case.startswith("aa") else args.runs
         for k in range(n):
-            outcome = run_case(case, args.seed + k, args.out, args.step_s, design)
+            outcome = run_case(case, args.seed + k, args.out, args.step_s, design, args.real_time)
             outcomes.append(outcome)
             with log.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(outcome.__dict__) + "\n")

@@ -9,7 +9,9 @@
    report rendering;
 4. the simulator's streamed tokens/s on one core;
 5. time to decision: the decision benchmark's benefit and A/A cases (harness.perf.decision): the load the sequential
-   design used against the fixed horizon (goal: at most half) and the A/A false-go rate (goal: at most 5%).
+   design used against the fixed horizon (goal: at most half) and the A/A false-go rate (goal: at most 5%);
+6. the virtual clock (harness.perf.virtual_clock): the demo's rollout on the virtual clock (wall s) and the A/A
+   decision-bench rollout rate (rollouts per minute over 2 processes); no goals.
 
 The table is printed and written to ``RESULTS/perf-<UTC timestamp>.md``. Exit status (the harness's codes):
 0 every figure measured and every goal met; 1 every figure measured but a goal missed; 3 a figure could not be
@@ -40,9 +42,10 @@ from harness.perf.profile import ProfileSummary
 from harness.perf.rows import capacity_rows, fidelity_notes, fidelity_rows
 from harness.perf.server import sim_flags
 from harness.perf.table import PerfTable, Row, exit_status, markdown
+from harness.perf.virtual_clock import virtual_rows
 
 QUICK = {"records": 100_000, "trace_requests": 100_000, "tokens_per_run": 100_000, "repeats": 1, "sim_seconds": 2.0,
-         "decision_runs": 1, "decision_aa_runs": 2}
+         "decision_runs": 1, "decision_aa_runs": 2, "virtual_aa_runs": 4}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,8 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--decision-runs", type=int, default=6, help="benefit rollouts of the time-to-decision section "
                    "(default 6)")
     p.add_argument("--decision-aa-runs", type=int, default=20, help="A/A rollouts of that section (default 20)")
+    p.add_argument("--virtual-aa-runs", type=int, default=20, help="A/A rollouts of the virtual-clock section's "
+                   "rate (default 20, over 2 processes)")
     p.add_argument("--skip", nargs="+", default=[], choices=["capacity", "fidelity", "analysis", "trace", "report",
-                                                            "sim", "decision"], help="sections to leave out")
+                                                            "sim", "decision", "virtual"], help="sections to leave out")
     p.add_argument("--no-boost", action="store_true", help="leave server and clients at their nice value")
     p.add_argument("--no-profile", action="store_true", help="no py-spy profile when the efficiency goal is missed")
     p.add_argument("--quick", action="store_true", help="small sizes, one repeat (a smoke run, not the figures)")
@@ -94,6 +99,8 @@ def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--report-runs must be 1..1000 and --sim-seconds 0.5..60")
     if not 1 <= args.decision_runs <= 200 or not 1 <= args.decision_aa_runs <= 1000:
         p.error("--decision-runs must be 1..200 and --decision-aa-runs 1..1000")
+    if not 1 <= args.virtual_aa_runs <= 1000:
+        p.error("--virtual-aa-runs must be 1..1000")
     if args.peer_python is not None and not args.peer_python.is_file():
         p.error(f"--peer-python {args.peer_python} does not exist")
 
@@ -160,6 +167,7 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
         ("sim", lambda: benches.sim_rows(args.sim_seconds, timeout_s=120)),
         ("decision", lambda: decision_rows(args.decision_runs, args.decision_aa_runs,
                                            timeout_s=180.0 * (args.decision_runs + args.decision_aa_runs))),
+        ("virtual", lambda: virtual_rows(args.virtual_aa_runs, jobs=2, timeout_s=60.0 + 30.0 * args.virtual_aa_runs)),
     ]
     for name, bench in bench_runs:
         if name not in skip:

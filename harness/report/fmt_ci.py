@@ -135,9 +135,13 @@ def ratio_view(ci: RatioCI | None, usual_confidence: float = 0.95) -> RatioView:
 
 
 def threshold_text(rule: RuleResult) -> str:
-    """A rule's threshold: milliseconds for a budget, a ratio (``1.05x``) otherwise; ``""`` when none."""
+    """A rule's threshold: milliseconds for a budget, a ratio (``1.05x``) otherwise; ``""`` when none. A regression
+    held against a noise floor names both bounds it needed (``pass ≤ 0.951, breach > 1.273``)."""
     if rule.threshold is None:
         return ""
+    if rule.kind == "regression" and rule.pass_bound is not None and rule.breach_bound is not None \
+            and abs(rule.pass_bound - rule.breach_bound) > 1e-9:
+        return f"pass ≤ {rule.pass_bound:.3f}, breach > {rule.breach_bound:.3f}"
     return ms(rule.threshold) if rule.kind == "budget" else ratio(rule.threshold)
 
 

@@ -24,6 +24,7 @@ OUTCOME_COLOURS: dict[str, str] = {
     "worse shown": "#d55e00",
     "harm shown": "#b00020",
     "not judged": "#718096",
+    "host-contended": "#4a5568",
 }
 AXIS_MIN, AXIS_MAX = 0.2, 5.0  # the widest axis; anything beyond is clipped and marked
 _DEFAULT_SPAN = (0.5, 2.0)

@@ -4,7 +4,9 @@ Layout: a ``run`` suite (the verdict, pre-flight checks, fit screen) and one sui
 case per rule result, one per drill on that arm). The decision's message gives the reasons deciding rule first; its
 system-out starts with the arm's break-even load and effect table (every deciding comparison per step with its
 interval, limit and outcome), and its properties carry ``break_even``, ``break_even_status`` and ``deciding_effect``.
-Every suite carries ``simulated``, ``verdict`` and the run's identity as properties.
+Every suite carries ``simulated``, ``verdict`` and the run's identity as properties; a prediction (``harness predict``)
+is named ``[PREDICTED] [SIMULATED] ...``, its run suite carries ``predicted``, ``profile`` and ``clock``, and a
+``run.prediction`` case holds the profile, its sources and the simulator's fidelity table.
 
 Mapping (the exit code carries the verdict; JUnit explains it without failing a build on a hold):
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+from harness.report import prediction
 from harness.report.effects import break_even_line, effect_lines, effect_views
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
@@ -75,7 +78,7 @@ class _Suite:
 
 
 def _run_props(summary: Summary) -> dict[str, str]:
-    return {"simulated": "true" if summary.simulated else "false", "verdict": summary.verdict,
+    return {"simulated": "true" if summary.simulated else "false", "clock": summary.clock, "verdict": summary.verdict,
             "recommended_arm": summary.recommended_arm or "", "exit_code": str(summary.exit_code),
             "run_id": summary.run_id, "scenario": summary.scenario, "scenario_hash": summary.scenario_hash,
             "engine": summary.engine, "model": summary.model}
@@ -116,6 +119,10 @@ def _evidence_props(rule: RuleResult) -> dict[str, str]:
                       "interval_confidence": f"{iv.confidence:g}"})
     if rule.threshold is not None:
         props["threshold"] = f"{rule.threshold:g}"
+    for key in ("pass_bound", "breach_bound", "floor", "reason_code"):
+        value = getattr(rule, key)
+        if value is not None:
+            props[key] = f"{value:g}" if isinstance(value, float) else str(value)
     if rule.shared_with_baseline:
         props["shared_with_baseline"] = "true"
     return props
@@ -240,10 +247,12 @@ def _validation_case(run: _Suite, summary: Summary) -> None:
 
 def render_junit(summary: Summary) -> str:
     """The JUnit XML document as text."""
-    sim = "[SIMULATED] " if summary.simulated else ""
-    root = ET.Element("testsuites", name=_x(f"{sim}kvoffload-harness {summary.scenario} {summary.run_id}"))
-    props = _run_props(summary)
+    root = ET.Element("testsuites", name=_x(f"{prediction.label(summary)}kvoffload-harness {summary.scenario} "
+                                           f"{summary.run_id}"))
+    props = {**_run_props(summary), **prediction.properties(summary)}
     run = _Suite(root, "run", props)
+    if summary.prediction is not None:
+        run.case("run.prediction", "PREDICTED", out=prediction.case_text(summary), props=prediction.properties(summary))
     verdict_text = f"{summary.verdict}: {summary.verdict_reason}"
     if summary.verdict in _BAD:
         run.case("run", "verdict", outcome="failure", message=verdict_text)

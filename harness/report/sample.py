@@ -21,6 +21,7 @@ from harness.report import sample_stats as stats
 from harness.report.writers import summary_json_text
 from harness.rundir.layout import COMPOSE_DIR, LOGS_DIR, MANIFEST, METRICS_DIR, REQUESTS, SCENARIO, RunDir
 from harness.schema.intervals import Percentiles
+from harness.schema.steady import SteadyState
 from harness.schema.summary import (
     ArmSummary,
     CheckItem,
@@ -39,6 +40,7 @@ from harness.schema.summary import (
 from harness.schema.windows import WindowPoint
 
 DEFAULT_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+STEADY_RULE = "MSER-5 on TTFT in send order"  # as harness.analysis.steady.RULE_TEXT words it (not imported: pandas)
 CONCURRENCY = (4, 16, 32)
 STEP_S = 60.0
 WINDOW_S = 10.0
@@ -104,7 +106,18 @@ def _step(arm: str, tier: str, i: int, rng: random.Random) -> StepSummary:
         goodput=round(0.99 - 0.04 * i - (0.05 if arm == "tiered" else 0), 3),
         hit_tokens=_hits(prof["split"], prompt, tier), client_cached_tokens=int(prompt * (1 - prof["split"][3])),
         ttft_by_hit_class=by_class, server=server,
-        client=ClientHealth(cpu_percent=round(12.0 + 9 * i, 1), send_lag_ms_p50=0.4, send_lag_ms_p99=2.5 + i))
+        client=ClientHealth(cpu_percent=round(12.0 + 9 * i, 1), send_lag_ms_p50=0.4, send_lag_ms_p99=2.5 + i),
+        steady_state=_steady(requests, errors, conc, duration, prof["tps"][i]))
+
+
+def _steady(requests: int, errors: int, conc: int, duration: float, tps: float) -> SteadyState:
+    """The step's steady state: the first ~2 requests per user (one batch of MSER-5's 5 per 2.5 users) cut."""
+    removed = 5 * max(1, round(2 * conc / 5))
+    seconds = round(duration * removed / requests, 3)
+    return SteadyState(rule=STEADY_RULE, requests_removed=removed, seconds_removed=seconds, start_s=seconds,
+                       end_s=duration, requests=requests - removed, samples=requests - removed - errors,
+                       completed=requests - removed - errors, output_tokens_per_s=round(tps * 1.02, 1),
+                       goodput=1.0 if not errors else round(1 - errors / (requests - removed), 4))
 
 
 def _windows(arm: str, rng: random.Random) -> list[WindowPoint]:

@@ -15,7 +15,7 @@ from harness.schema.intervals import RatioCI
 from harness.schema.summary import ArmSummary, EffectRow, Summary
 
 _IMPROVE = (1.0689, None, "min_improvement 1.05 x noise floor 1.018")
-_HARM = (1.12, 1.08, "max_ratio 1.10 x noise floor 1.018")
+_HARM = (1.12, 1.08, "max_ratio 1.10 x floor 1.018; 1.10 / floor 1.018")
 # (test, measure, step position, ratio, lo, hi, resolved, outcome, deciding); positions wrap over the arm's steps.
 _CPU = (
     ("improvement", "output_tokens_per_s", 0, 1.02, None, None, False, "not judged", False),
@@ -31,6 +31,7 @@ _TIERED = (
     ("improvement", "output_tokens_per_s", 2, 0.88, 0.84, 0.92, True, "worse shown", False),
     ("improvement", "ttft_p95", 1, 0.12, 0.08, 0.19, True, "worse shown", False),
     ("harm", "itl_p99", 0, 7.5, 6.0, 9.4, True, "harm shown", False),
+    ("harm", "itl_p99", 1, 3.1, 2.8, 3.5, True, "host-contended", False),
     ("harm", "itl_p99", 2, 1.35, 1.22, 1.49, True, "harm shown", True),
 )
 

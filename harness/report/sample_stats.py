@@ -12,7 +12,7 @@ from statistics import NormalDist
 
 from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
 from harness.schema.summary import LoadTime, NoiseFloor, NoiseFloorItem, RuleResult, Statistics
-from harness.stats.intervals import QUANTILE_METHOD, RATIO_METHOD, ci_from_ranks, quantile_ranks
+from harness.stats.intervals import QUANTILE_METHOD, RATIO_METHOD_NOTE, ci_from_ranks, quantile_ranks
 
 CONFIDENCE = 0.95
 _Z = NormalDist()
@@ -66,18 +66,21 @@ def budget_outcome(ci: QuantileCI | None, budget: float) -> str:
 
 
 def ratio_ci(ratio: float, rel: float, *, resolved: bool = True, note: str | None = None,
-             paired: bool = True) -> RatioCI:
-    """A ratio with a symmetric-on-log interval of relative half-width ``rel``."""
-    method = f"{RATIO_METHOD}, paired by request" if paired else RATIO_METHOD
+             paired: bool = False) -> RatioCI:
+    """A ratio with a symmetric-on-log interval of relative half-width ``rel`` (a closed-loop comparison:
+    unpaired, as the rules make it)."""
+    method = ("circular block bootstrap, paired by request" if paired
+              else "circular block bootstrap, arms resampled independently")
     if not resolved:
-        return RatioCI(ratio=ratio, resolved=False, confidence=CONFIDENCE, method=method, note=note)
+        return RatioCI(ratio=ratio, resolved=False, confidence=CONFIDENCE, method=method, note=note, paired=paired)
     return RatioCI(ratio=ratio, lo=round(ratio / (1 + rel), 3), hi=round(ratio * (1 + rel), 3), resolved=True,
-                   confidence=CONFIDENCE, method=method, note=note)
+                   confidence=CONFIDENCE, method=method, note=note, paired=paired)
 
 
 def statistics() -> Statistics:
     """How the sample's figures were computed."""
-    return Statistics(confidence=CONFIDENCE, alpha=0.05, quantile_method=QUANTILE_METHOD, ratio_method=RATIO_METHOD,
+    return Statistics(confidence=CONFIDENCE, alpha=0.05, quantile_method=QUANTILE_METHOD,
+                      ratio_method=RATIO_METHOD_NOTE,
                       multiplicity="Holm over steps x measures", sequential="quantile confidence sequences "
                       "(Howard & Ramdas), checked every 5 s")
 

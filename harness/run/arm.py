@@ -18,24 +18,20 @@ from harness.config.steps import StepLevel
 from harness.decision.cold_start import CALIBRATION_EVENT
 from harness.engines.spec import LaunchSpec
 from harness.launch.base import LaunchError, RunningServer
-from harness.launch.external import scrape_target
 from harness.plan.load_layout import LoadLayout
 from harness.run.arm_errors import ArmInterrupted, StepProblem
-from harness.run.arm_server import start_fresh, wait_fresh_ready
+from harness.run.backend import ArmBackend, RealBackend
+from harness.run.backend_api import Sampling, StepScraper
 from harness.run.capacity import run_search
-from harness.run.cold_start import prove_cold
 from harness.run.context import RunContext
 from harness.run.drills import run_drills
 from harness.run.external_arm import attach, wait_attached_ready
 from harness.run.live_guard import verify
-from harness.run.sim_lag import lag_during, sim_behind_s
+from harness.run.sim_lag import lag_during
 from harness.rundir import journal
 from harness.rundir.entries import StepEntry
 from harness.rundir.records import WARMUP_STEP
 from harness.rundir.resume import ATTEMPT_EVENT, Cause, next_attempt
-from harness.scrape.scraper import Scraper
-from harness.scrape.telemetry.sampler import HostSampler, scenario_disk_dirs
-from harness.workload.tokens import calibrate_tokenizer
 
 if TYPE_CHECKING:
     from harness.load.step import StepRun
@@ -66,12 +62,13 @@ def _level_for_warmup(ctx: RunContext) -> StepLevel | None:
 
 
 class ArmRunner:
-    """Runs one arm within a run."""
+    """Runs one arm within a run, on the clock of its ``backend`` (:mod:`harness.run.backend`; default: real)."""
 
-    def __init__(self, ctx: RunContext, arm: Arm, start_step: int = 0) -> None:
+    def __init__(self, ctx: RunContext, arm: Arm, start_step: int = 0, backend: ArmBackend | None = None) -> None:
         self.ctx = ctx
         self.arm = arm
         self.start_step = start_step
+        self.backend: ArmBackend = backend if backend is not None else RealBackend()
         self.engine = ctx.scenario.engine_for(arm)
         self.server: RunningServer | None = None
         self.spec: LaunchSpec | None = None
@@ -86,16 +83,16 @@ class ArmRunner:
             self.spec, self.server = spec, server
             wait_attached_ready(self, spec, server)
             return server
-        fresh = start_fresh(self, keep_disk_tier=keep_disk_tier, port=host_port)
+        fresh = self.backend.start(self, keep_disk_tier=keep_disk_tier, host_port=host_port)
         self.spec, self.server = fresh.spec, fresh.server
-        wait_fresh_ready(self, fresh)
+        self.backend.wait_ready(self, fresh)
         return fresh.server
 
     def run(self) -> ArmResult:
         """The whole arm; never raises for server problems (they become a failed result)."""
         steps_done = self.start_step
-        scraper: Scraper | None = None
-        host: HostSampler | None = None
+        scraper: StepScraper | None = None
+        host: Sampling | None = None
         try:
             try:
                 server = self.launch()
@@ -108,16 +105,12 @@ class ArmRunner:
                 refused = verify(self, server)
                 if refused is not None:
                     return self._fail("live-config", refused, [], steps_done)
-            scraper = Scraper(*scrape_target(server.base_url, self.spec, self.arm.server),
-                              self.ctx.run.metrics_dir(self.arm.name),
-                              self.ctx.scenario.steps.scrape_interval_s, cancel=self.ctx.cancel)
+            scraper = self.backend.scraper(self, server)
             scraper.start()
-            host = HostSampler(self.ctx.run.metrics_dir(self.arm.name), self.ctx.scenario.steps.scrape_interval_s,
-                               scenario_disk_dirs(self.ctx.scenario.arms))
+            host = self.backend.host_sampler(self)
             host.start()
-            prove_cold(self, server)  # proof of state, before any request that could fill a cache
-            tokenizer = calibrate_tokenizer(server.base_url, self.spec.served_model_name, 10.0,
-                                            cancel=self.ctx.cancel)
+            self.backend.prove_cold(self, server)  # proof of state, before any request that could fill a cache
+            tokenizer = self.backend.calibrate(self, server)
             self.ctx.record_arm(self.arm.name, CALIBRATION_EVENT, calibration=tokenizer.model_dump(mode="json"))
             warm = _level_for_warmup(self.ctx)
             if warm is not None:
@@ -186,6 +179,7 @@ class ArmRunner:
 
         looker = StepLooker(scenario, self.ctx.run, self.arm, names.index(self.arm.name), index,
                             part_prefix(index, level.label), level, attempt=self._attempt(index, level.label))
+        looker.started_ns = self.backend.clock.mono_ns()  # the step's records are stamped on the backend's clock
         looks = looker.looks_s()
         return {"looks_s": looks, "on_look": looker} if looks else {}
 
@@ -242,8 +236,6 @@ class ArmRunner:
                            **extra: Any) -> StepProblem | None:
         """Run one step and journal it; returns why it could not go on, or None. Raises ArmInterrupted on cancel.
         ``journal_extra`` goes into the step's journal entry (a capacity probe's ``search`` object)."""
-        from harness.load import run_step
-
         if self.ctx.cancel.is_set():
             raise ArmInterrupted
         what = "warm-up" if index == WARMUP_STEP else (f"capacity probe {label}" if journal_extra
@@ -253,10 +245,10 @@ class ArmRunner:
                      (f" for {level.duration_s:g} s" if level.duration_s else f", {level.requests} requests"))
         scraper.scrape_now(f"step-{index}-start")
         req = self.step_run(server.base_url, tokenizer, index, label, level, **extra)
-        behind_before = sim_behind_s(server.base_url, self.spec)
-        outcome = run_step(req, self.ctx.cancel)
+        behind_before = self.backend.behind_s(server, self.spec)
+        outcome = self.backend.run_step(req, self.ctx.cancel)
         scraper.scrape_now(f"step-{index}-end")
-        behind = lag_during(behind_before, sim_behind_s(server.base_url, self.spec))
+        behind = lag_during(behind_before, self.backend.behind_s(server, self.spec))
         if self.ctx.cancel.is_set() or outcome.interrupted:
             raise ArmInterrupted
         dead = not server.alive()

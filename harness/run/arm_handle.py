@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from harness.launch.base import RunningServer
     from harness.load.step import StepRun
     from harness.run.arm_errors import StepProblem
+    from harness.run.backend_api import DrillBackend
     from harness.run.context import RunContext
 
 
@@ -34,6 +35,10 @@ class ArmHandle(Protocol):
     @property
     def engine(self) -> EngineSpec:
         """The engine spec with the arm's overrides applied."""
+
+    @property
+    def backend(self) -> DrillBackend:
+        """How the arm's steps run and its disk tiers are emptied or counted, and the clock its stamps come from."""
 
     @property
     def spec(self) -> LaunchSpec | None:

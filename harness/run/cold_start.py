@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,11 @@ def read_counters(base_url: str, endpoints: Iterable[MetricsEndpoint], engine: E
         if resp.status != 200:
             return {}, f"metrics {ep.path}: HTTP {resp.status}"
         bodies.setdefault(ep.format, resp.text())
+    return counters_from(bodies, engine)
+
+
+def counters_from(bodies: dict[str, str], engine: EngineSpec) -> tuple[dict[str, float | None], str | None]:
+    """The hit counters in metrics bodies (by format), as :func:`read_counters` reads them."""
     try:
         catalog = catalog_for_engine(engine.kind, engine.image, sim_flavor=engine.sim_flavor,
                                      version=engine.version)
@@ -107,9 +112,11 @@ def disk_tier_state(root_dir: str, max_entries: int = MAX_WALK_ENTRIES) -> DiskT
     return state
 
 
-def probe_prompt() -> str:
-    """A prompt that begins with a random nonce: no other request shares even its first block."""
-    nonce = key_words(secrets.randbits(48)) + key_words(secrets.randbits(48))
+def probe_prompt(nonce_bits: tuple[int, int] | None = None) -> str:
+    """A prompt that begins with a nonce (random unless ``nonce_bits``, two 48-bit numbers, are given): no other
+    request shares even its first block."""
+    first, second = nonce_bits if nonce_bits is not None else (secrets.randbits(48), secrets.randbits(48))
+    nonce = key_words(first) + key_words(second)
     return " ".join(nonce + filler(PROBE_WORDS - len(nonce)))
 
 
@@ -124,6 +131,11 @@ def send_probe(base_url: str, model: str, cancel: threading.Event | None = None)
         answer: Any = resp.json()
     except (FetchError, ValueError) as exc:
         return ColdProbe(error=f"{type(exc).__name__}: {exc}")
+    return probe_answer(answer)
+
+
+def probe_answer(answer: Any) -> ColdProbe:
+    """The probe's record from the server's JSON answer (its usage)."""
     usage = answer.get("usage") if isinstance(answer, dict) else None
     usage = usage if isinstance(usage, dict) else {}
     details = usage.get("prompt_tokens_details")
@@ -183,22 +195,35 @@ def check_cold_start(api_url: str, metrics: tuple[str, list[MetricsEndpoint]], e
                      model: str, cancel: threading.Event | None = None) -> ColdStart:
     """Run the three checks on a server that just became ready (``metrics``: where its metrics are read, as
     :func:`harness.launch.external.scrape_target` gives it)."""
-    counters, error = read_counters(*metrics, engine, cancel)
-    tiers = [disk_tier_state(t.root_dir) for t in arm.fs_tiers()]
-    probe = send_probe(api_url, model, cancel)
-    if error is None and probe.error is None:
-        after, error_after = read_counters(*metrics, engine, cancel)
+    return measure_cold_start(lambda: read_counters(*metrics, engine, cancel),
+                              [disk_tier_state(t.root_dir) for t in arm.fs_tiers()],
+                              lambda: send_probe(api_url, model, cancel))
+
+
+Counters = tuple[dict[str, float | None], str | None]
+
+
+def measure_cold_start(read: Callable[[], Counters], tiers: list[DiskTierState],
+                       probe: Callable[[], ColdProbe]) -> ColdStart:
+    """The three checks from their readers: the counters (read before and after the probe), the disk tiers' state
+    and the probe request (the real clock reads them over HTTP, the virtual clock in the harness process)."""
+    counters, error = read()
+    probed = probe()
+    if error is None and probed.error is None:
+        after, error_after = read()
         before_total, after_total = total_hits(counters), total_hits(after)
         if error_after is None and before_total is not None and after_total is not None:
-            probe.hit_tokens_delta = max(0.0, after_total - before_total)
-    return judge(counters, error, tiers, probe)
+            probed.hit_tokens_delta = max(0.0, after_total - before_total)
+    return judge(counters, error, tiers, probed)
 
 
-def prove_cold(runner: ArmHandle, server: RunningServer) -> ColdStart:
-    """Check the arm's just-started server, journal the record (``cold-start``) and say what it shows."""
+def prove_cold(runner: ArmHandle, server: RunningServer, measured: ColdStart | None = None) -> ColdStart:
+    """Check the arm's just-started server (``measured``: already checked, by :func:`measure_cold_start`), journal
+    the record (``cold-start``) and say what it shows."""
     assert runner.spec is not None
-    proof = check_cold_start(server.base_url, scrape_target(server.base_url, runner.spec, runner.arm.server),
-                             runner.engine, runner.arm, runner.spec.served_model_name, runner.ctx.cancel)
+    proof = measured if measured is not None else check_cold_start(
+        server.base_url, scrape_target(server.base_url, runner.spec, runner.arm.server), runner.engine, runner.arm,
+        runner.spec.served_model_name, runner.ctx.cancel)
     if proof.cold is False and runner.arm.server is not None:  # an existing server: say how to get a cold one
         proof.reasons.append("an external server counts hits since its own start and keeps its tiers: restart it "
                              "(and empty its disk tier) before the run for a cold start")

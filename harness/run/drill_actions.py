@@ -25,12 +25,9 @@ Each drill's loads and their phases are cut by :mod:`harness.run.drill_load`.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harness.config.drills import Drill
@@ -56,7 +53,8 @@ def execute(runner: ArmHandle, server: RunningServer, scraper: Any, tokenizer: A
     if runner.server is None or not runner.server.alive():
         d.event(event="error", message="the server is not running (an earlier drill or step ended it)")
         return
-    why = skip_reason(runner, drill.kind)  # an external arm without the user's command for this disruption
+    # an external arm without the user's command for this disruption, or a drill the backend's clock cannot give
+    why = skip_reason(runner, drill.kind) or runner.backend.drill_skip(drill.kind)
     if why is not None:
         d.event(event="skipped", message=why)
         d.say(f"skipped: {why}")
@@ -86,11 +84,13 @@ def _cache_loss(d: DrillAttempt) -> str | None:
         d.event(event="skipped", message="the arm has no disk tier")
         return SKIPPED
 
+    clock = d.runner.backend.clock
+
     def lose() -> None:
-        started = time.perf_counter_ns()
-        removed = sum(disk_tier.clear_contents(t) for t in tiers)
+        started = clock.mono_ns()
+        removed = d.runner.backend.clear_disk_tiers(tiers)
         d.event(event="action", action="cache_loss", removed_entries=removed, started_ns=started,
-                took_s=round((time.perf_counter_ns() - started) / 1e9, 3))
+                took_s=round((clock.mono_ns() - started) / 1e9, 3))
 
     return continuous_load(d, lose, None)
 
@@ -105,8 +105,9 @@ def _restart(d: DrillAttempt) -> str | None:
     assert spec is not None
     if is_external(d.server):
         return _restart_external(d)
-    kept = sum(_count_entries(t) for t in d.tiers)
-    stop_ns = time.perf_counter_ns()
+    clock = runner.backend.clock
+    kept = runner.backend.count_disk_entries(d.tiers)
+    stop_ns = clock.mono_ns()
     d.server.stop()
     _wait_port_free(spec.host, spec.host_port, PORT_FREE_TIMEOUT_S)
     try:
@@ -116,7 +117,7 @@ def _restart(d: DrillAttempt) -> str | None:
             raise ArmInterrupted from None
         d.event(event="action", action="restart", ok=False, message=exc.message, log_tail=exc.log_tail[-20:])
         return f"restart failed: {exc.message}"
-    ready_ns = time.perf_counter_ns()
+    ready_ns = clock.mono_ns()
     d.scraper.scrape_now(f"drill-{d.number}-ready")
     d.event(event="action", action="restart", ok=True, stop_ns=stop_ns, ready_ns=ready_ns, kept_entries=kept,
             restart_s=round((ready_ns - stop_ns) / 1e9, 3))
@@ -181,14 +182,6 @@ _KINDS: dict[str, Callable[[DrillAttempt], str | None]] = {
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------
-
-def _count_entries(path: Path) -> int:
-    count = 0
-    with contextlib.suppress(OSError):
-        for _root, dirs, files in os.walk(path, followlinks=False):
-            count += len(files) + len(dirs)
-    return count
-
 
 def _wait_port_free(host: str, port: int, timeout_s: float) -> bool:
     """Wait (bounded) until nothing listens on the port; binds the way servers do (``SO_REUSEADDR``), so

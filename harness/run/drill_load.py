@@ -7,6 +7,7 @@ The layout of what a drill journals is described in :mod:`harness.run.drill_acti
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 import threading
 import time
@@ -56,7 +57,7 @@ class DrillAttempt:
     def event(self, **fields: Any) -> None:
         journal.append_drill_event(self.runner.ctx.run, DrillEvent(
             arm=self.runner.arm.name, kind=self.drill.kind, number=self.number, drill_run=self.run_id,
-            at_ns=time.perf_counter_ns(), at_wall_ns=time.time_ns(), **fields))
+            at_ns=self.runner.backend.clock.mono_ns(), at_wall_ns=self.runner.backend.clock.wall_ns(), **fields))
 
     def say(self, text: str) -> None:
         self.runner.ctx.say(f"[{self.runner.arm.name}] drill {self.drill.kind}: {text}")
@@ -67,7 +68,6 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
                actions: tuple[Action, ...] = (), watch: bool = False) -> str | None:
     """One load of the drill as a step, cut at the actions' marks into spans journaled as phases ``names`` (a span
     beyond the last name joins it). Returns a problem, or None."""
-    from harness.load import run_step
     from harness.rundir.parts import read_parts
 
     runner, ctx = d.runner, d.runner.ctx
@@ -84,9 +84,8 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
     if workload is not None:
         req = dataclasses.replace(req, workload=workload)
     timer = PhaseTimer(actions, d, watch)
-    timer.start()
     try:
-        outcome = run_step(req, ctx.cancel)
+        outcome = runner.backend.run_step(req, ctx.cancel, timer)  # it starts the timer, or runs its plan()
     finally:
         marks = timer.finish()
     d.scraper.scrape_now(f"drill-{d.number}-{tag}-end")
@@ -124,11 +123,13 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
 class PhaseTimer:
     """Fires timed actions (seconds after the load starts) in a thread, each after a scrape (so the next phase's
     counters have a base right at its start) and a mark (the phase boundary); optionally
-    scrapes every :data:`WATCH_INTERVAL_S` meanwhile (at most :data:`WATCH_MAX_SCRAPES` times)."""
+    scrapes every :data:`WATCH_INTERVAL_S` meanwhile (at most :data:`WATCH_MAX_SCRAPES` times). On a virtual clock
+    the backend runs the same work (:meth:`plan`) at its virtual times instead of :meth:`start`."""
 
     def __init__(self, actions: tuple[Action, ...], d: DrillAttempt, watch: bool) -> None:
         self.actions = sorted(actions, key=lambda a: a[0])
         self.d = d
+        self.clock = d.runner.backend.clock
         self.watch = watch
         self.marks: list[tuple[int, int]] = []
         self.problems: list[str] = []
@@ -139,23 +140,38 @@ class PhaseTimer:
         if self.actions or self.watch:
             self._thread.start()
 
+    def plan(self) -> list[tuple[float, Callable[[], None]]]:
+        """The timer's work as (seconds after the load starts, what to do), actions before watch scrapes due at the
+        same time: what a virtual clock runs instead of :meth:`start`."""
+        work: list[tuple[float, Callable[[], None]]] = [(a[0], functools.partial(self._fire, a))
+                                                        for a in self.actions]
+        if self.watch:
+            work += [(k * WATCH_INTERVAL_S, self._watch_scrape) for k in range(WATCH_MAX_SCRAPES)]
+        return work
+
+    def _fire(self, action: Action) -> None:
+        _at, name, fn = action
+        self.d.scraper.scrape_now(f"drill-{self.d.number}-{name}")  # the next span's counter base
+        self.marks.append((self.clock.mono_ns(), self.clock.wall_ns()))
+        try:
+            fn()
+        except (OSError, ValueError, httpx.HTTPError) as exc:
+            self.problems.append(f"{name}: {type(exc).__name__}: {exc}")
+
+    def _watch_scrape(self) -> None:
+        self.d.scraper.scrape_now(f"drill-{self.d.number}-watch")
+
     def _run(self) -> None:
         t0 = time.monotonic()
         pending = list(self.actions)
         scrapes = 0
         while pending or (self.watch and scrapes < WATCH_MAX_SCRAPES):
             if pending and time.monotonic() - t0 >= pending[0][0]:
-                _at, name, fn = pending.pop(0)
-                self.d.scraper.scrape_now(f"drill-{self.d.number}-{name}")  # the next span's counter base
-                self.marks.append((time.perf_counter_ns(), time.time_ns()))
-                try:
-                    fn()
-                except (OSError, ValueError, httpx.HTTPError) as exc:
-                    self.problems.append(f"{name}: {type(exc).__name__}: {exc}")
+                self._fire(pending.pop(0))
                 continue
             wait = 3600.0
             if self.watch and scrapes < WATCH_MAX_SCRAPES:
-                self.d.scraper.scrape_now(f"drill-{self.d.number}-watch")
+                self._watch_scrape()
                 scrapes += 1
                 wait = WATCH_INTERVAL_S
             if pending:

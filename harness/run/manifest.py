@@ -1,4 +1,5 @@
-"""``manifest.json``: versions, host, scenario hash and the exact launch commands (environment NAMES only).
+"""``manifest.json``: versions, host, scenario hash, the clock (``real``, or ``virtual`` for a simulated engine on the
+virtual clock) and the exact launch commands (environment NAMES only).
 
 Commands are recorded with each secret flag's value replaced by ``***`` (:mod:`harness.secrets.flags`), so a
 reviewer sees which flag was set; the run's redactor masks anything else when the manifest is saved.
@@ -54,9 +55,15 @@ def launch_entry(spec: LaunchSpec, identity: dict[str, str]) -> dict[str, Any]:
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def run_clock(scenario: Scenario) -> str:
+    """``virtual`` for a simulated engine on the virtual clock, else ``real``."""
+    return "virtual" if scenario.engine.kind == "sim" and scenario.engine.sim_clock == "virtual" else "real"
+
+
 def new_manifest(run_id: str, scenario: Scenario, scenario_hash: str, scenario_path: str) -> dict[str, Any]:
     """The manifest at the start of a run; launches are added as arms start."""
     return {"run_id": run_id, "scenario": scenario.name, "scenario_file": scenario_path,
             "scenario_hash": scenario_hash, "engine": scenario.engine.kind, "model": scenario.engine.model,
-            "simulated": scenario.engine.kind == "sim", "versions": package_versions(), "host": host_facts(),
+            "simulated": scenario.engine.kind == "sim", "clock": run_clock(scenario),
+            "versions": package_versions(), "host": host_facts(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "launches": [], "resumed": []}

@@ -23,6 +23,7 @@ class RunOptions:
     write_reports: bool = True
     validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
     require_validation: bool = False  # an arm the engine's code could not check stops the run (exit 2)
+    virtual: bool = False  # engine.sim_clock: virtual (the simulated engine only): `harness run --virtual`
 
 
 @dataclass

@@ -5,6 +5,9 @@ An arm that fails to start or dies mid-step is recorded as ``failed`` and the ru
 error) is journaled with ``cause: harness`` and stops the run (exit 4); ``--resume`` redoes it on a fresh server.
 Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes; a second
 signal forces the stop (servers killed at once), is journaled the same way, and exits 4 too.
+
+A simulated scenario with ``engine.sim_clock: virtual`` runs the same way with every arm on one virtual clock
+(:mod:`harness.run.virtual_arm`, docs/virtual-clock.md): no server process, no load runner, no sleeping.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from harness.plan.validate.gate import validation_gate
 from harness.report.writers import render_run, summary_json_text
 from harness.run.arm import ArmResult, ArmRunner
 from harness.run.arm_errors import ArmInterrupted
+from harness.run.backend import ArmBackend
 from harness.run.context import RunContext
 from harness.run.options import BadRunInput, RunOptions, RunResult
 from harness.run.prepare import completed_state, prepare_run
@@ -106,16 +110,38 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
         manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
         ctx.save_manifest()
     results: list[ArmResult] = []
-    from harness.load import prewarm_runner, shutdown_runners
+    backend = _virtual_backend(scenario, run)
+    if backend is None:  # the real clock: a warm load runner while the first server boots
+        from harness.load import prewarm_runner, shutdown_runners
 
-    prewarm_runner()
-    try:
-        outcome = _run_arms(ctx, scenario, only, finished, done_steps, results, cancel, checks)
-    finally:
-        shutdown_runners()
+        prewarm_runner()
+        try:
+            outcome = _run_arms(ctx, scenario, only, finished, done_steps, results, cancel, checks)
+        finally:
+            shutdown_runners()
+    else:
+        outcome = _run_arms(ctx, scenario, only, finished, done_steps, results, cancel, checks, backend)
     if outcome is not None:
         return outcome
     return finish(run, opts, say=say, checks=checks)
+
+
+def _virtual_backend(scenario: Scenario, run: RunDir) -> ArmBackend | None:
+    """The backend every arm of a virtual-clock run shares (one clock, one disk), or None for the real clock (each
+    :class:`ArmRunner` then makes its own :class:`~harness.run.backend.RealBackend`)."""
+    if scenario.engine.sim_clock != "virtual":
+        return None
+    from harness.run.virtual_arm import VirtualBackend
+    from harness.virtual.world import VirtualWorld
+
+    return VirtualBackend(VirtualWorld.begin(latest_stamp(run)))
+
+
+def latest_stamp(run: RunDir) -> int | None:
+    """The latest monotonic stamp the run's journals hold (a resumed virtual run's clock goes on after it)."""
+    stamps = [e.end_ns for e in journal.read_step_entries(run, strict=False)]
+    stamps += [e.at_ns for e in journal.read_drill_events(run, strict=False)]
+    return max(stamps) if stamps else None
 
 
 def _scenario_dir(manifest: dict[str, Any]) -> Path:
@@ -137,8 +163,9 @@ def _workload_problem(scenario: Scenario, base_dir: Path) -> str | None:
 
 def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set[str], done_steps: dict[str, int],
               results: list[ArmResult], cancel: threading.Event | None,
-              checks: list[CheckItem]) -> RunResult | None:
-    """Each arm in order; returns a result only when the run stops early (interrupted)."""
+              checks: list[CheckItem], backend: ArmBackend | None = None) -> RunResult | None:
+    """Each arm in order (on ``backend``'s clock; None: the real one); returns a result only when the run stops
+    early (interrupted)."""
     with cancel_on_signals(cancel or ctx.cancel) as ev:
         ctx.cancel = ev
         for index, arm in enumerate(scenario.arms):
@@ -146,15 +173,15 @@ def _run_arms(ctx: RunContext, scenario: Scenario, only: set[str], finished: set
                 continue
             if arm.name in finished:
                 continue
-            outcome = _attempt_arm(ctx, ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0)), checks,
-                                   f"arm {arm.name}")
+            outcome = _attempt_arm(ctx, ArmRunner(ctx, arm, start_step=done_steps.get(arm.name, 0),
+                                                  backend=backend), checks, f"arm {arm.name}")
             if isinstance(outcome, RunResult):
                 return outcome
             results.append(outcome)
             if outcome.status == "failed" and index == 0:
                 ctx.say("the baseline failed: no comparison is possible; stopping")
                 return None
-        return _run_noise_floor(ctx, scenario, finished, done_steps, checks)
+        return _run_noise_floor(ctx, scenario, finished, done_steps, checks, backend)
     return None
 
 
@@ -210,7 +237,7 @@ def _forced_stop(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], wh
 
 
 def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], done_steps: dict[str, int],
-                     checks: list[CheckItem]) -> RunResult | None:
+                     checks: list[CheckItem], backend: ArmBackend | None = None) -> RunResult | None:
     """The baseline's configuration again, last (A/A), when ``rules.noise_floor.rerun_baseline`` asks for it."""
     from harness.decision.noise_floor import aa_name
 
@@ -221,8 +248,8 @@ def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], do
     if rerun.name in finished:
         return None
     ctx.say(f"[{rerun.name}] re-running the baseline's configuration to measure the noise floor (A/A)")
-    outcome = _attempt_arm(ctx, ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0)), checks,
-                           "the A/A re-run")
+    outcome = _attempt_arm(ctx, ArmRunner(ctx, rerun, start_step=done_steps.get(rerun.name, 0), backend=backend),
+                           checks, "the A/A re-run")
     return outcome if isinstance(outcome, RunResult) else None
 
 

@@ -15,6 +15,7 @@ from harness.run.scenario_record import load_recorded_scenario, recorded_scenari
 from harness.rundir import journal
 from harness.rundir.layout import RunDir, new_run_id
 from harness.rundir.resume import finished_arms
+from harness.virtual.checks import virtual_refusals
 
 
 def completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
@@ -28,8 +29,22 @@ def completed_state(run: RunDir) -> tuple[set[str], dict[str, int]]:
     return finished, steps
 
 
+def _overrides(scenario_path: Path, opts: RunOptions) -> tuple[str, ...]:
+    """The ``--set`` overrides, and ``engine.sim_clock=virtual`` for ``--virtual`` (a simulated engine only)."""
+    if not opts.virtual:
+        return opts.overrides
+    engine = load_scenario(scenario_path, opts.overrides).engine
+    if engine.kind != "sim":
+        raise BadRunInput(f"--virtual runs the simulated engine on a virtual clock; {scenario_path} has engine.kind: "
+                          f"{engine.kind} (`harness predict` maps a scenario onto the simulator)")
+    return (*opts.overrides, "engine.sim_clock=virtual")
+
+
 def prepare_run(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario, RunDir, str, dict[str, Any]]:
     if opts.resume is not None:
+        if opts.virtual:
+            raise BadRunInput("--virtual with --resume: a resumed run keeps the clock it was started on (its "
+                              "scenario.yaml's engine.sim_clock); drop --virtual")
         run = RunDir(opts.resume)
         if not run.scenario.is_file() or not run.manifest.is_file():
             raise BadRunInput(f"{opts.resume}: not a run directory (scenario.yaml and manifest.json expected)")
@@ -37,7 +52,11 @@ def prepare_run(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario,
         manifest = json.loads(run.manifest.read_text(encoding="utf-8"))
         return scenario, run, str(manifest["run_id"]), manifest
     assert scenario_path is not None
-    scenario = resolve_flag_references(load_scenario(scenario_path, opts.overrides))
+    scenario = resolve_flag_references(load_scenario(scenario_path, _overrides(scenario_path, opts)))
+    if scenario.engine.sim_clock == "virtual":
+        refused = virtual_refusals(scenario)
+        if refused:
+            raise BadRunInput("the virtual clock cannot run this scenario:\n" + "\n".join(f"  {p}" for p in refused))
     if opts.only:
         unknown = [n for n in opts.only if n not in {a.name for a in scenario.arms}]
         if unknown:

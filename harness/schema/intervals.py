@@ -21,7 +21,11 @@ class QuantileCI(_Model):
 
 class RatioCI(_Model):
     """A ratio between two arms (or an A/A pair) with its confidence interval; unresolved when either side's
-    percentile is, or the samples are too few."""
+    percentile is, or the samples are too few.
+
+    ``n`` / ``n_versus``: the samples the ratio compared, the arm's and the reference's (steady-state requests; for
+    a throughput ratio, the requests that completed inside each steady-state window); ``paired``: the two were the
+    same planned requests (then ``n == n_versus``, the pairs). None: not recorded (summaries before version 6)."""
 
     ratio: float | None = None
     lo: float | None = None
@@ -30,6 +34,9 @@ class RatioCI(_Model):
     confidence: float = 0.95
     method: str = ""
     note: str | None = None
+    n: int | None = None
+    n_versus: int | None = None
+    paired: bool | None = None
 
 
 class Percentiles(_Model):

@@ -5,8 +5,9 @@ Field names follow ``shared/DESIGN.md``: ``verdict``, ``recommended_arm``, per a
 ``requests``, ``errors``, ``ttft_ms`` / ``itl_ms`` / ``e2e_ms`` percentiles, ``output_tokens_per_s``, ``hit_tokens``
 by source. A value that could not be measured is ``null`` and named in ``missing``; it is never 0.
 
-Its parts stand beside it: figures with intervals (:mod:`.intervals`), windows (:mod:`.windows`), capacity at SLO
-(:mod:`.capacity`), tier health (:mod:`.tier_health`) and host telemetry (:mod:`.host_telemetry`).
+Its parts stand beside it: figures with intervals (:mod:`.intervals`), windows (:mod:`.windows`), a step's steady
+state (:mod:`.steady`), capacity at SLO (:mod:`.capacity`), tier health (:mod:`.tier_health`) and host telemetry
+(:mod:`.host_telemetry`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from harness.schema.capacity import CapacitySection
 from harness.schema.cold_start import ColdStart, HitPrediction
 from harness.schema.host_telemetry import HostStep
 from harness.schema.intervals import Percentiles, RatioCI
+from harness.schema.prediction import Prediction
+from harness.schema.steady import SteadyState
 from harness.schema.tier_health import TierHealth
 from harness.schema.validation import ValidationRecord
 from harness.schema.value import ValueSection
@@ -30,7 +33,12 @@ from harness.schema.windows import WindowPoint
 # version (every part forbids unknown fields) instead of by an unknown field.
 # 5: the run's ``value`` (what the tier is worth, with the scenario's ``value:``), per arm ``cold_start`` (proof of
 # state at the arm's start) and ``hit_prediction`` (predicted vs measured tier hits), ``records_missing``; additive.
-SCHEMA_VERSION = 5
+# 6: the bounds every comparison needs (``RuleResult.pass_bound`` / ``breach_bound``, ``reason_code``), per step
+# ``sim_behind_s`` and ``host_contended``, the noise floor's host-contended A/A steps; per step ``steady_state``
+# (the transient cut by MSER-5 and the window the comparisons use) and, on every ratio interval, the samples it
+# compared (``n``, ``n_versus``) and whether it was ``paired``; additive. Ratios are now computed on the steady-state
+# samples, unpaired in closed-loop steps, by a block bootstrap.
+SCHEMA_VERSION = 6
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
@@ -122,6 +130,18 @@ class HitClassLatency(_Model):
     ttft_ms: Percentiles
 
 
+class HostContended(_Model):
+    """A step over its host-contention budget (``rules.host_contention``): its figures are partly the host's (a
+    simulator behind the wall clock, a saturated load generator), so it never decides a verdict and, in the A/A
+    re-run, never sets the noise floor. Each figure is given with its budget."""
+
+    sim_behind_s: float | None = None  # the simulator's time lost to its own CPU during the step
+    sim_behind_share: float | None = None  # sim_behind_s / the step's duration
+    max_sim_behind_share: float | None = None  # the budget it was held against
+    client_saturated: bool = False  # the load generator was saturated (ClientHealth.note says how)
+    message: str = ""  # the figures and the budgets, as a sentence
+
+
 class StepSummary(_Model):
     """One load level inside an arm."""
 
@@ -150,6 +170,12 @@ class StepSummary(_Model):
     planned_duration_s: float | None = None  # the step's fixed horizon
     ended_early: bool = False  # a sequential step stopped once its decision was settled
     stop_reason: str | None = None
+    steady_state: SteadyState | None = None  # the transient cut and the comparisons' window (None: not computed)
+    sim_behind_s: float | None = None  # the simulator's time lost to its own CPU in the step (None: not measured)
+    host_contended: HostContended | None = None  # over the host-contention budget (None: within it, or unmeasured)
+
+
+ReasonCode = Literal["floor-above-tolerance", "host-contended"]
 
 
 class RuleResult(_Model):
@@ -166,10 +192,20 @@ class RuleResult(_Model):
     interval: RatioCI | None = None  # the evidence, where the rule compares arms
     threshold: float | None = None  # what the interval was compared with
     shared_with_baseline: bool = False  # a budget breach the baseline shares (the SLO's problem, not the tier's)
+    # The bounds a comparison's interval is held against, the step's noise floor included. Regression: pass when the
+    # upper end <= pass_bound (max_ratio / floor), breach when the lower end > breach_bound (max_ratio x floor).
+    # Earns its keep: pass when some lower end >= pass_bound (min_improvement x floor), breach (does not earn its
+    # keep) when every upper end < breach_bound (the same figure).
+    pass_bound: float | None = None
+    breach_bound: float | None = None
+    floor: float | None = None  # the noise floor inside those bounds (1 = none measured)
+    # why a comparison could not decide: ``floor-above-tolerance`` (the noise floor exceeds the rule's tolerance, so
+    # a pass would need a shown improvement), ``host-contended`` (a step over its host-contention budget)
+    reason_code: ReasonCode | None = None
 
 
 EffectOutcome = Literal["improvement shown", "short of the limit", "worse shown", "harm shown", "within limit",
-                        "not settled", "not judged"]
+                        "not settled", "not judged", "host-contended"]
 
 
 class EffectRow(_Model):
@@ -179,7 +215,8 @@ class EffectRow(_Model):
     is shown when the interval's lower end reaches ``limit`` (``min_improvement`` x the step's noise floor).
     ``harm`` (a regression rule): the arm's percentile over the baseline's, > 1 = worse; harm is shown when the
     lower end exceeds ``limit`` (``max_ratio`` x floor), within the limit when the upper end is at most
-    ``pass_limit`` (``max_ratio`` / floor). The interval is the rule's own (its family's confidence)."""
+    ``pass_limit`` (``max_ratio`` / floor). The interval is the rule's own (its family's confidence). Outcome
+    ``host-contended``: a step over its host-contention budget, shown and never deciding."""
 
     rule: str
     test: Literal["improvement", "harm"]
@@ -200,6 +237,7 @@ class EffectRow(_Model):
     n_versus: int | None = None
     source: str = ""  # where the figure came from (records, step, method)
     settle: str | None = None  # a comparison the evidence did not settle: what more load would, as measured
+    reason_code: ReasonCode | None = None  # as RuleResult.reason_code: why the comparison could not decide
 
 
 class BreakEven(_Model):
@@ -285,6 +323,7 @@ class NoiseFloorItem(_Model):
     step: int
     measure: str
     interval: RatioCI
+    host_contended: bool = False  # the baseline's or the re-run's step was host-contended: it sets no floor
 
 
 class NoiseFloor(_Model):
@@ -296,6 +335,7 @@ class NoiseFloor(_Model):
     factor: float | None = None  # the largest A/A distance from 1 (as a ratio >= 1) over every step
     per_step: dict[int, float] = Field(default_factory=dict)  # step index -> that step's largest A/A distance
     message: str = ""
+    host_contended: dict[int, str] = Field(default_factory=dict)  # step index -> why its A/A sets no floor (figures)
 
 
 class LoadTime(_Model):
@@ -349,6 +389,9 @@ class Summary(_Model):
     engine: str
     model: str
     simulated: bool
+    clock: Literal["real", "virtual"] = Field(default="real", description="virtual: the simulated engine and the load "
+                                              "ran on one discrete-event clock in the harness process (no HTTP, no "
+                                              "sleeping); real: servers and load in real time")
     verdict: Verdict
     recommended_arm: str | None
     exit_code: int
@@ -366,6 +409,7 @@ class Summary(_Model):
     noise_floor: NoiseFloor | None = None
     capacity: CapacitySection | None = None  # steps.search: informs, never changes the verdict
     value: ValueSection | None = None  # the scenario's value: section (GPUs needed and saved); informs only
+    prediction: Prediction | None = None  # `harness predict`: a PREDICTED run on a named simulator profile
     load_time: LoadTime = Field(default_factory=LoadTime)
     statistics: Statistics = Field(default_factory=Statistics)
     warnings: list[str] = Field(default_factory=list)

@@ -29,11 +29,19 @@ def _block_hash(parent: int, tokens: Sequence[int]) -> int:
 
 def chain_hashes(tokens: Sequence[int], block_size: int, root: int) -> list[int]:
     """Hashes of every full block of ``tokens``."""
+    full = len(tokens) // block_size * block_size
+    if full == 0:
+        return []
+    data = memoryview(array("Q", tokens[:full]).tobytes())  # every block's bytes at once (as _block_hash packs them)
+    width = 8 * block_size
     out: list[int] = []
-    parent = root
-    for start in range(0, len(tokens) - block_size + 1, block_size):
-        parent = _block_hash(parent, tokens[start : start + block_size])
-        out.append(parent)
+    parent = root.to_bytes(8, "little")
+    blake2b = hashlib.blake2b
+    for start in range(0, len(data), width):
+        h = blake2b(parent, digest_size=8)
+        h.update(data[start:start + width])
+        parent = h.digest()
+        out.append(int.from_bytes(parent, "little"))
     return out
 
 

@@ -44,11 +44,21 @@ def _fail(message: str) -> None:
 
 
 @sim_app.command("profiles")
-def profiles() -> None:
-    """List the built-in profiles."""
+def profiles(sources: Annotated[bool, typer.Option("--sources", help="also print each profile's sources (the "
+                                                   "notes every figure rests on)")] = False) -> None:
+    """List the built-in profiles: name, what they model (model, GPU) and, with --sources, where the figures come
+    from."""
     for name in builtin_profile_names():
         p = load_profile(name)
+        parts = ", ".join(dict.fromkeys(s.part for s in p.sources))
         typer.echo(f"{name}: {p.description}")
+        typer.echo(f"  model {p.model.name} on {p.gpu.name}; sources: {parts or 'none'}")
+        if sources:
+            for note in p.sources:
+                lines = note.text.splitlines()
+                typer.echo(f"  [{note.part}] {lines[0]}")
+                for line in lines[1:]:
+                    typer.echo(f"  {' ' * (len(note.part) + 2)} {line}")
 
 
 @sim_app.command("serve")

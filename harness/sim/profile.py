@@ -11,12 +11,17 @@ given with ``--profile-file``); the code holds no hidden constants. A profile de
 - ``link``: host<->device bandwidth (PCIe) for CPU-tier loads and stores.
 - ``disk``: the fs tier's read/write bandwidth and per-read latency.
 - ``scheduler``: block size and batching limits (vLLM's ``max_num_seqs`` / ``max_num_batched_tokens``).
+- ``sources``: where the figures come from, as data (``part``: ``general``, a section above, or ``host`` for facts
+  of the host that are not simulator fields; ``text``: the note, line breaks kept). ``harness sim profiles
+  --sources`` lists them and every PREDICTED report (``harness predict``) shows them in its header; the figures'
+  one-line derivations stay as comments beside them.
 """
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -101,11 +106,22 @@ class SchedulerSpec(_Strict):
     max_num_batched_tokens: int = Field(gt=0)
 
 
+SourcePart = Literal["general", "model", "gpu", "compute", "link", "disk", "scheduler", "host"]
+
+
+class ProfileSource(_Strict):
+    """One source note: what a part of the profile rests on (datasheets, config.json, measurements, estimates)."""
+
+    part: SourcePart
+    text: str = Field(min_length=1)
+
+
 class Profile(_Strict):
     """A complete engine/hardware profile."""
 
     name: str
     description: str = ""
+    sources: tuple[ProfileSource, ...] = ()
     model: ModelSpec
     gpu: GpuSpec
     compute: ComputeSpec

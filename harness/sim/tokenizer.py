@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 import random
 import struct
+import sys
+from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -50,8 +52,12 @@ assert len(VOCAB) == 512  # OutputStream draws 9 random bits per token
 
 
 def tokenize_text(text: str) -> list[int]:
-    """Token ids of a text: one per whitespace-separated word."""
-    return [word_id(w) for w in text.split()]
+    """Token ids of a text: one per whitespace-separated word (cached words looked up in one ``map``)."""
+    words = text.split()
+    ids: list[int | None] = list(map(_cache.get, words))
+    if None in ids:
+        return [word_id(w) if tid is None else tid for w, tid in zip(words, ids, strict=True)]
+    return ids  # type: ignore[return-value]  # no None left
 
 
 class PromptError(ValueError):
@@ -115,7 +121,10 @@ def output_seed(server_seed: int, request_seed: int | None, prompt_ids: Sequence
     h = hashlib.blake2b(digest_size=8)
     h.update(struct.pack("<q", server_seed))
     h.update(struct.pack("<q", -1 if request_seed is None else request_seed & 0x7FFF_FFFF_FFFF_FFFF))
-    h.update(struct.pack(f"<{len(prompt_ids)}Q", *prompt_ids))
+    if sys.byteorder == "little":  # the same bytes as the "<Q" pack, without unpacking the ids into arguments
+        h.update(array("Q", prompt_ids).tobytes())
+    else:
+        h.update(struct.pack(f"<{len(prompt_ids)}Q", *prompt_ids))
     return int.from_bytes(h.digest(), "big")
 
 

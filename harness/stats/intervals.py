@@ -1,4 +1,4 @@
-"""Confidence intervals for percentiles (distribution-free) and for ratios between arms (bootstrap).
+"""Confidence intervals for percentiles (distribution-free) and for ratios between arms (block bootstrap).
 
 **Percentiles** — order-statistic intervals with exact binomial coverage (Hahn & Meeker, *Statistical Intervals*,
 ch. 5): with ``B ~ Binomial(n, q)`` the number of samples at or below the true q-quantile, the interval
@@ -7,31 +7,41 @@ ch. 5): with ``B ~ Binomial(n, q)`` the number of samples at or below the true q
 quantile from above (``u > n``: a p99 from 40 requests) the percentile is **unresolved** and reported as "at least
 ``x(l)``"; from below likewise ("at most"). An unresolved percentile is never compared as if it were exact.
 
-**Ratios** — a percentile bootstrap (``scipy.stats.bootstrap``) of the ratio of two quantiles, or of two sums over
-fixed durations (throughput), from two independent samples, with a seed derived from the data so a rebuild
-reproduces it. A ratio is only computed when both quantiles are resolved at the ratio's confidence: a bootstrap
-of an order statistic the sample cannot resolve (the maximum) is meaningless.
+**Ratios** — a percentile bootstrap of the ratio of two quantiles, or of two sums over fixed durations
+(throughput), drawn by :mod:`harness.stats.resample` (``arch.bootstrap``): by default a **circular block
+bootstrap** over each series in its send order, since consecutive requests of a load step are correlated (the
+choice and its measured coverage: :mod:`harness.stats.coverage`, ``docs/statistics.md``). Two arms are independent
+samples: each is resampled by its own bootstrap, seeded from its own values, and replicate ``r`` of the ratio is
+replicate ``r`` of one over replicate ``r`` of the other. **Paired** samples (the same planned requests in both
+arms, aligned by the caller) are one bootstrap over both series, the same indices for both. Every interval carries
+the sample sizes it compared (``n``, ``n_versus``). A ratio is only computed when both quantiles are resolved at the
+ratio's confidence: a bootstrap of an order statistic the sample cannot resolve (the maximum) is meaningless.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import binom, bootstrap
+from scipy.stats import binom
 
 from harness.schema.intervals import QuantileCI, RatioCI
+from harness.stats.resample import METHOD_TEXT, Draw, Method, draw
 
 F64 = npt.NDArray[np.float64]
 DEFAULT_CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2000
+DEFAULT_METHOD: Method = "circular"
 QUANTILE_METHOD = "order-statistic (exact binomial, distribution-free)"
 RATIO_METHOD = "percentile bootstrap"
+RATIO_METHOD_NOTE = (f"{RATIO_METHOD} of the ratio ({METHOD_TEXT[DEFAULT_METHOD]} over each arm's send-ordered "
+                     "steady-state series, block length by Politis & White, arms resampled independently; paired by "
+                     f"plan key only where both arms served the same planned requests), {BOOTSTRAP_RESAMPLES} "
+                     "replicates, seeded by the data")
 
 
 @dataclass(frozen=True)
@@ -119,119 +129,119 @@ def _pct(q: float) -> str:
     return f"{q * 100:g}"
 
 
-def _seed(*arrays: F64) -> int:
-    digest = hashlib.blake2b(digest_size=8)
-    for arr in arrays:
-        digest.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    return int.from_bytes(digest.digest(), "big")
+def _method_text(draws: tuple[Draw, ...], paired: bool) -> str:
+    method = METHOD_TEXT[draws[0].method]
+    if draws[0].method != "iid":
+        blocks = " / ".join(f"{d.block:.3g}" for d in draws)
+        method += f" (block {blocks})"
+    return f"{method}, {'paired by request' if paired else 'arms resampled independently'}"
 
 
-def _boot(stat: Callable[..., F64], a: F64, b: F64, confidence: float, estimate: float, what: str,
-          paired: bool = False) -> RatioCI:
-    rng = np.random.default_rng(_seed(a, b))
-    method = f"{RATIO_METHOD}, paired by request" if paired else RATIO_METHOD
-    res = bootstrap((a, b), stat, vectorized=True, paired=paired, confidence_level=confidence,
-                    n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", random_state=rng)
-    lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        return RatioCI(ratio=estimate, lo=None, hi=None, resolved=False, confidence=confidence,
-                       method=method, note=f"{what}: the bootstrap interval is not finite")
-    return RatioCI(ratio=estimate, lo=lo, hi=hi, resolved=True, confidence=confidence, method=method)
+def _interval(num: F64, den: F64, confidence: float, estimate: float, what: str, draws: tuple[Draw, ...],
+              paired: bool, n: int, n_versus: int) -> RatioCI:
+    """The percentile interval of the ratio replicates ``num / den``."""
+    method = _method_text(draws, paired)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = num / den
+    tail = (1.0 - confidence) / 2.0
+    if not np.isfinite(ratios).all():
+        return RatioCI(ratio=estimate, lo=None, hi=None, resolved=False, confidence=confidence, method=method,
+                       note=f"{what}: the bootstrap interval is not finite", n=n, n_versus=n_versus, paired=paired)
+    lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1.0 - tail]))
+    return RatioCI(ratio=estimate, lo=lo, hi=hi, resolved=True, confidence=confidence, method=method, n=n,
+                   n_versus=n_versus, paired=paired)
 
 
-MIN_PAIRED_SHARE = 0.8
-
-
-def matched(a: F64, keys_a: npt.ArrayLike | None, b: F64, keys_b: npt.ArrayLike | None
-            ) -> tuple[F64, F64] | None:
-    """The values of requests planned in both arms (same plan key), in key order; None when too few match.
-
-    The request plan is identical across arms, so request *k* of one arm and of the baseline carry the same prompt:
-    pairing them removes the prompt mix from the comparison. Pairs are used only when at least
-    ``MIN_PAIRED_SHARE`` of the smaller side matched: a faster arm completes more requests in the same time, and a
-    sequential step that ended early holds the plan's first requests, so the pairs are the requests both arms served."""
-    if keys_a is None or keys_b is None:
-        return None
-    ka, kb = np.asarray(keys_a).astype(str), np.asarray(keys_b).astype(str)
-    if len(ka) != len(a) or len(kb) != len(b) or len(np.unique(ka)) != len(ka) or len(np.unique(kb)) != len(kb):
-        return None
-    _common, ia, ib = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
-    if len(ia) < MIN_PAIRED_SHARE * min(len(a), len(b)) or len(ia) == 0:
-        return None
-    x, y = a[ia], b[ib]
-    keep = ~(np.isnan(x) | np.isnan(y))
-    return x[keep], y[keep]
+def _draws(x: F64, y: F64, paired: bool, method: Method, replicates: int) -> tuple[Draw, Draw]:
+    """One bootstrap over both series (paired) or one per arm, each seeded from its own values and side."""
+    if paired:
+        both = draw(x, y, method=method, replicates=replicates, tag="paired")
+        return both, both
+    return (draw(x, method=method, replicates=replicates, tag="arm"),
+            draw(y, method=method, replicates=replicates, tag="reference"))
 
 
 def quantile_ratio(a: npt.ArrayLike, b: npt.ArrayLike, q: float, confidence: float = DEFAULT_CONFIDENCE, *,
-                   keys_a: npt.ArrayLike | None = None, keys_b: npt.ArrayLike | None = None) -> RatioCI:
-    """Interval for ``quantile_q(a) / quantile_q(b)``; paired by request when ``keys_*`` match (see
-    :func:`matched`), else two independent samples. NaN dropped."""
-    raw_a = np.asarray(a, dtype=np.float64)
-    raw_b = np.asarray(b, dtype=np.float64)
-    pairs = matched(raw_a, keys_a, raw_b, keys_b)
-    if pairs is not None and len(pairs[0]) > 0:
-        return _quantile_ratio(pairs[0], pairs[1], q, confidence, paired=True)
-    return _quantile_ratio(raw_a[~np.isnan(raw_a)], raw_b[~np.isnan(raw_b)], q, confidence, paired=False)
-
-
-def _quantile_ratio(x_raw: F64, y_raw: F64, q: float, confidence: float, *, paired: bool) -> RatioCI:
-    # Unpaired samples are sorted so the interval (and the bootstrap's data-derived seed) does not depend on the
-    # order the records happened to be read in.
-    x, y = (x_raw, y_raw) if paired else (np.sort(x_raw), np.sort(y_raw))
+                   paired: bool = False, method: Method = DEFAULT_METHOD,
+                   replicates: int = BOOTSTRAP_RESAMPLES) -> RatioCI:
+    """Interval for ``quantile_q(a) / quantile_q(b)``; ``a`` and ``b`` in send order (the block bootstrap resamples
+    runs of neighbours). ``paired``: ``a[i]`` and ``b[i]`` are the same planned request (equal lengths; the caller
+    pairs only where both arms served the same planned requests, :func:`harness.analysis.steady.pair_positions`; a
+    NaN on either side drops the pair); else two independent samples (NaN dropped)."""
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    if paired:
+        if len(x) != len(y):
+            raise ValueError(f"paired samples must have the same length ({len(x)} and {len(y)})")
+        keep = ~(np.isnan(x) | np.isnan(y))
+        x, y = x[keep], y[keep]
+    else:
+        x, y = x[~np.isnan(x)], y[~np.isnan(y)]
     what = f"p{_pct(q)} ratio"
+    base = {"confidence": confidence, "n": len(x), "n_versus": len(y), "paired": paired}
     if len(x) == 0 or len(y) == 0:
-        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
-                       note=f"{what}: no samples on one side")
+        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, method=RATIO_METHOD,
+                       note=f"{what}: no samples on one side", **base)
     qa, qb = float(np.quantile(x, q)), float(np.quantile(y, q))
     estimate = qa / qb if qb > 0 else None
     need = min_samples_to_resolve(q, confidence)
     # Whether a percentile resolves depends only on the sample size: no need to build the intervals.
     if not (quantile_ranks(len(x), q, confidence).resolved and quantile_ranks(len(y), q, confidence).resolved):
-        return RatioCI(ratio=estimate, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
+        return RatioCI(ratio=estimate, lo=None, hi=None, resolved=False, method=RATIO_METHOD,
                        note=f"{what}: unresolved ({len(x)} and {len(y)} samples; p{_pct(q)} needs {need} on "
-                       f"each side at {confidence:.0%})")
+                       f"each side at {confidence:.0%})", **base)
     if qb <= 0 or estimate is None:
-        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
-                       note=f"{what}: the reference quantile is 0")
-
-    def stat(s1: F64, s2: F64, axis: int = -1) -> F64:
-        num = np.quantile(s1, q, axis=axis)
-        den = np.quantile(s2, q, axis=axis)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(num / den, dtype=np.float64)
-
-    return _boot(stat, x, y, confidence, estimate, what, paired=paired)
+        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, method=RATIO_METHOD,
+                       note=f"{what}: the reference quantile is 0", **base)
+    dx, dy = _draws(x, y, paired, method, replicates)
+    return _interval(dx.quantile(x, q), dy.quantile(y, q), confidence, estimate, what, (dx, dy) if not paired
+                     else (dx,), paired, len(x), len(y))
 
 
 def sum_ratio(a: npt.ArrayLike, b: npt.ArrayLike, duration_a_s: float, duration_b_s: float,
-              confidence: float = DEFAULT_CONFIDENCE, min_samples: int = 10) -> RatioCI:
-    """Interval for ``(sum(a) / duration_a) / (sum(b) / duration_b)`` — a throughput ratio over fixed step
-    durations, resampling the requests that produced the tokens."""
+              confidence: float = DEFAULT_CONFIDENCE, min_samples: int = 10, *, method: Method = DEFAULT_METHOD,
+              replicates: int = BOOTSTRAP_RESAMPLES, n: int | None = None, n_versus: int | None = None,
+              unit: str = "requests") -> RatioCI:
+    """Interval for ``(sum(a) / duration_a) / (sum(b) / duration_b)`` over fixed durations: a throughput ratio
+    (``a``, ``b``: output tokens per time bin of each steady-state window, see :func:`binned`) or a share ratio
+    (within-SLO flags per request over the request counts). Each series is resampled in its order; ``n`` and
+    ``n_versus`` are the requests behind each side (default: the series' lengths), ``min_samples`` applies to them."""
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
     x, y = x[~np.isnan(x)], y[~np.isnan(y)]
-    if len(x) < min_samples or len(y) < min_samples or duration_a_s <= 0 or duration_b_s <= 0:
-        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
-                       note=f"throughput ratio: {len(x)} and {len(y)} requests ({min_samples} needed on each side)")
+    n_a, n_b = (len(x) if n is None else n), (len(y) if n_versus is None else n_versus)
+    base = {"confidence": confidence, "n": n_a, "n_versus": n_b, "paired": False}
+    if n_a < min_samples or n_b < min_samples or len(x) == 0 or len(y) == 0 or duration_a_s <= 0 \
+            or duration_b_s <= 0:
+        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, method=RATIO_METHOD,
+                       note=f"throughput ratio: {n_a} and {n_b} {unit} ({min_samples} needed on each side)", **base)
     scale = duration_b_s / duration_a_s
     sb = float(y.sum())
     if sb <= 0:
-        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, confidence=confidence, method=RATIO_METHOD,
-                       note="throughput ratio: the reference produced no tokens")
+        return RatioCI(ratio=None, lo=None, hi=None, resolved=False, method=RATIO_METHOD,
+                       note="throughput ratio: the reference produced no tokens", **base)
     estimate = float(x.sum()) / sb * scale
+    dx, dy = _draws(x, y, False, method, replicates)
+    return _interval(dx.total(x) * scale, dy.total(y), confidence, estimate, "throughput ratio", (dx, dy), False,
+                     n_a, n_b)
 
-    def stat(s1: F64, s2: F64, axis: int = -1) -> F64:
-        # Sums of a resample of the same size: the sample's mean times its size (its count is fixed by the step).
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.asarray(s1.mean(axis=axis) * len(x) / (s2.mean(axis=axis) * len(y)) * scale,
-                              dtype=np.float64)
 
-    return _boot(stat, x, y, confidence, estimate, "throughput ratio")
+def binned(times_ns: npt.ArrayLike, weights: npt.ArrayLike, start_ns: int, end_ns: int, bins: int) -> F64:
+    """The sum of ``weights`` per equal time bin of ``[start_ns, end_ns]`` (events outside are left out): a rate's
+    time series, for :func:`sum_ratio` over the window's duration."""
+    t = np.asarray(times_ns, dtype=np.int64)
+    w = np.asarray(weights, dtype=np.float64)
+    span = end_ns - start_ns
+    if bins <= 0 or span <= 0:
+        return np.zeros(0)
+    inside = (t >= start_ns) & (t <= end_ns)
+    k = np.minimum(((t[inside] - start_ns) * bins) // span, bins - 1)
+    return np.asarray(np.bincount(k, weights=w[inside], minlength=bins), dtype=np.float64)
 
 
 def invert(ci: RatioCI) -> RatioCI:
-    """``b / a`` from an interval for ``a / b`` (for lower-is-better measures read as improvements)."""
+    """``b / a`` from an interval for ``a / b`` (for lower-is-better measures read as improvements); the sides'
+    sample sizes stay as they were (``n`` is still the arm's)."""
     def inv(v: float | None) -> float | None:
         return None if v is None or v <= 0 else 1.0 / v
 

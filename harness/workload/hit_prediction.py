@@ -16,6 +16,7 @@ that overlap in time (all are served one after another, in send order).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -122,7 +123,13 @@ def prompt_units(req: PlannedRequest) -> list[str]:
 
 def block_hashes(req: PlannedRequest, block_tokens: int, calib: TokenCalibration) -> list[int]:
     """The planned prompt's chained block hashes at ``block_tokens`` server tokens per block."""
-    return chain_hashes(prompt_units(req), max(1, round(block_tokens / calib.tokens_per_word)))
+    return list(_block_hashes(req, max(1, round(block_tokens / calib.tokens_per_word))))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _block_hashes(req: PlannedRequest, block_words: int) -> tuple[int, ...]:
+    """Memoised: every arm replays the same planned requests (:mod:`harness.workload.synthesis` shares them)."""
+    return tuple(chain_hashes(prompt_units(req), block_words))
 
 
 def sent_requests(plan: StepPlan, per_user: Mapping[int, int], total: int, slack: int = 8) -> dict[str, PlannedRequest]:

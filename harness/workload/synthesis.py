@@ -18,7 +18,8 @@ user or arrival stream), so the same scenario gives the same requests in every a
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -61,8 +62,54 @@ class _Session:
     user: int
 
 
+MEMO_REQUESTS = 50_000
+"""Requests kept for replay (:class:`_Memo`): about 12 KB each at the demo's prompt lengths."""
+
+_MemoKey = tuple[str, ...]
+
+
+class _Memo:
+    """One stream's requests drawn so far, and the generator that draws the rest."""
+
+    __slots__ = ("items", "source")
+
+    def __init__(self, source: Iterator[PlannedRequest]) -> None:
+        self.items: list[PlannedRequest] = []
+        self.source = source
+
+
+_MEMOS: OrderedDict[_MemoKey, _Memo] = OrderedDict()
+
+
+def _replay(memo: _Memo) -> Iterator[PlannedRequest]:
+    """The memo's requests in order, drawing (and keeping) the next one from its generator when it runs out."""
+    i = 0
+    while True:
+        if i == len(memo.items):
+            try:
+                memo.items.append(next(memo.source))
+            except StopIteration:
+                return
+        yield memo.items[i]
+        i += 1
+
+
+def _memoised(key: _MemoKey, make: Callable[[], Iterator[PlannedRequest]]) -> Iterator[PlannedRequest]:
+    """A stream that replays what an equal stream (the same workload, calibration, tag, classes and stream) drew
+    before: a stream is a pure function of those, and every arm (and the summary's hit prediction) draws the same
+    ones; requests are immutable, so they are shared. At most :data:`MEMO_REQUESTS` are kept (oldest stream out)."""
+    memo = _MEMOS.get(key)
+    if memo is None:
+        memo = _MEMOS[key] = _Memo(make())
+        while len(_MEMOS) > 1 and sum(len(m.items) for m in _MEMOS.values()) > MEMO_REQUESTS:
+            _MEMOS.popitem(last=False)
+    else:
+        _MEMOS.move_to_end(key)
+    return _replay(memo)
+
+
 class SynthGenerator:
-    """Request streams for one step: per closed-loop user, or one open-loop arrival stream."""
+    """Request streams for one step: per closed-loop user, or one open-loop arrival stream (memoised)."""
 
     def __init__(self, workload: WorkloadSpec, calib: TokenCalibration, tag: str,
                  classes: list[RequestClass], think_time_s: float) -> None:
@@ -85,6 +132,8 @@ class SynthGenerator:
         if reuse.rag:
             w = 1.0 / np.arange(1, reuse.rag.documents + 1, dtype=np.float64) ** reuse.rag.zipf_s
             self.rag_p = w / w.sum()
+        self._memo_key: _MemoKey = (workload.model_dump_json(), calib.model_dump_json(), tag,
+                                    *(c.model_dump_json() for c in classes), repr(float(think_time_s)))
 
     # --- draws -------------------------------------------------------------------------------------------
     def _pick_class(self, rng: np.random.Generator) -> RequestClass:
@@ -190,6 +239,13 @@ class SynthGenerator:
     # --- streams -----------------------------------------------------------------------------------------
     def user_stream(self, user: int) -> Iterator[PlannedRequest]:
         """Closed loop: user ``user``'s endless request sequence (sessions run turn after turn)."""
+        return _memoised((*self._memo_key, "user", str(user)), lambda: self._user_stream(user))
+
+    def arrival_stream(self, rate_rps: float) -> Iterator[PlannedRequest]:
+        """Open loop: Poisson arrivals; a session's next turn takes the first arrival after its think time."""
+        return _memoised((*self._memo_key, "arrivals", repr(float(rate_rps))), lambda: self._arrival_stream(rate_rps))
+
+    def _user_stream(self, user: int) -> Iterator[PlannedRequest]:
         rng = stream_rng(self.wl.seed, self.tag, "user", user)
         seq = 0
         sessions = 0
@@ -209,8 +265,7 @@ class SynthGenerator:
                                                           request_class=cls.name, think_s=self.think_time_s))
             seq += 1
 
-    def arrival_stream(self, rate_rps: float) -> Iterator[PlannedRequest]:
-        """Open loop: Poisson arrivals; a session's next turn takes the first arrival after its think time."""
+    def _arrival_stream(self, rate_rps: float) -> Iterator[PlannedRequest]:
         rng = stream_rng(self.wl.seed, self.tag, "arrivals")
         t = 0.0
         seq = 0

@@ -140,14 +140,15 @@ def _fit(count: Counter, model: str, client: Post, root: str) -> tuple[TokenCali
 
 
 def calibrate_tokenizer(base_url: str, served_model: str, timeout_s: float = 30.0, *,
-                        cancel: threading.Event | None = None) -> TokenCalibration:
+                        cancel: threading.Event | None = None, post: Post | None = None) -> TokenCalibration:
     """Measure the server's tokenizer: ``/tokenize`` first, then usage counts, then a recorded heuristic.
 
+    ``post`` answers the requests instead of HTTP (a server inside this process: the virtual clock's simulator).
     Never raises for server trouble: the fallback says in ``note`` what failed (also when ``cancel`` was set).
     """
     root = server_root(base_url)
     problems: list[str] = []
-    client = _poster(timeout_s, cancel)
+    client = post or _poster(timeout_s, cancel)
     try:
         calib, _ = _fit(_count_tokenize, served_model, client, root)
         return calib

@@ -48,14 +48,17 @@ STAGES = {
     "analysis": _BELOW_STAGES,
     "decision": _BELOW_STAGES | {"plan", "scrape", "analysis"},
     "report": _BELOW_STAGES | {"analysis"},  # never decision or run: a report renders a Summary
-    "run": _BELOW_STAGES | {"sim", "plan", "launch", "load", "scrape", "analysis", "decision", "report"},
+    # the virtual clock: launch and load in-process (the simulator's engine core, the load's step contract, scrapes)
+    "virtual": _BELOW_STAGES | {"sim", "load", "scrape"},
+    "run": _BELOW_STAGES | {"sim", "plan", "launch", "load", "scrape", "virtual", "analysis", "decision", "report"},
 }
 WINGS = {
     "perf": _BELOW_STAGES | {"sim", "load"},
-    "decision_bench": _BELOW_STAGES | {"analysis", "run"},
+    "decision_bench": _BELOW_STAGES | {"analysis", "decision", "run"},  # calibration: the decision's own intervals
+    "predict": _BELOW_STAGES | {"sim", "report", "run"},  # harness predict: a scenario mapped onto the simulator
 }
 FACE = {
-    "cli": set(FLOORS) | set(STAGES),
+    "cli": set(FLOORS) | set(STAGES) | {"predict"},
     "__main__": {"cli"},
     "__init__": {"core"},
 }

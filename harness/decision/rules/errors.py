@@ -8,32 +8,43 @@
   the family of steps x measures controlled.
 * **Cause** — :mod:`harness.decision.rules.causal`: own-tier hits and the fit screen.
 * **Errors** — here: the newest tier must not bring failures.
+* **Host contention** — :mod:`harness.decision.rules.load_host`: a step the host slowed never decides.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from scipy.stats import binomtest, fisher_exact
 
 from harness.decision.rules.budget import WindowValue, evaluate_budget
 from harness.decision.rules.keep import evaluate_earns_keep
+from harness.decision.rules.load_host import REASON, contended_text
 from harness.schema.summary import RuleResult, StepSummary
 
 __all__ = ["WindowValue", "evaluate_budget", "evaluate_earns_keep", "evaluate_errors"]
 
 
 def evaluate_errors(max_rate: float, arm_steps: Sequence[StepSummary], prev_steps: Sequence[StepSummary],
-                    prev_name: str, alpha: float = 0.05) -> RuleResult:
+                    prev_name: str, alpha: float = 0.05, contended: Mapping[int, str] | None = None) -> RuleResult:
     """The newest tier must not bring failures. A step is a breach when its error rate is shown to exceed ``max_rate``
     (one-sided exact binomial test) and to exceed the arm-before's at the same step (one-sided Fisher exact test),
-    each at ``alpha`` over the steps (Bonferroni); a rate over ``max_rate`` that is not shown is unresolved."""
+    each at ``alpha`` over the steps (Bonferroni); a rate over ``max_rate`` that is not shown is unresolved.
+    Host-contended steps (``contended``: step index -> why, :mod:`harness.decision.rules.load_host`) are named and
+    never judged; with no clean step the rule is unresolved (host contention)."""
     prev = {s.index: s for s in prev_steps}
+    contended = contended or {}
+    aside = {i: why for i, why in contended.items() if any(s.index == i and s.requests for s in arm_steps)}
+    tail = f" ({contended_text(aside)})" if aside else ""
+    if aside and not any(s.requests and s.index not in contended for s in arm_steps):
+        return RuleResult(rule="error-rate", kind="errors", status="unresolved", critical=True, reason_code=REASON,
+                          message=f"host contention: no step is clean to judge failures on{tail}; rerun on a "
+                          "quieter host")
     each = alpha / max(1, len(arm_steps))
     worst: tuple[float, str] | None = None
     unsure: list[str] = []
     for step in arm_steps:
-        if step.requests == 0:
+        if step.requests == 0 or step.index in contended:
             continue
         rate = step.errors / step.requests
         other = prev.get(step.index)
@@ -55,10 +66,10 @@ def evaluate_errors(max_rate: float, arm_steps: Sequence[StepSummary], prev_step
                           f"{prev_name})")
     if worst is not None:
         return RuleResult(rule="error-rate", kind="errors", status="breach", critical=True,
-                          message=f"the tier brings failures: {worst[1]}; limit {max_rate:.1%}")
+                          message=f"the tier brings failures: {worst[1]}; limit {max_rate:.1%}{tail}")
     if unsure:
         return RuleResult(rule="error-rate", kind="errors", status="unresolved", critical=True,
                           message=f"error rate over {max_rate:.1%} but not shown to come from the tier: "
-                          + "; ".join(unsure))
+                          + "; ".join(unsure) + tail)
     return RuleResult(rule="error-rate", kind="errors", status="pass",
-                      message=f"no step's error rate rose above {max_rate:.1%}")
+                      message=f"no step's error rate rose above {max_rate:.1%}{tail}")

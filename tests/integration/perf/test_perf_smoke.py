@@ -25,7 +25,8 @@ def _tiny(results: Path) -> list[str]:
     """Tiny sizes, harness sections only, no peer, nothing left on this host (no nice, no py-spy)."""
     return ["--results", str(results), "--no-peer", "--no-boost", "--no-profile", "--levels", str(LEVEL),
             "--tokens-per-run", "10000", "--output-tokens", "64", "--repeats", "1", "--fidelity-streams",
-            str(LEVEL), "--fidelity-requests", "2", "--skip", "analysis", "trace", "report", "sim", "decision"]
+            str(LEVEL), "--fidelity-requests", "2", "--skip", "analysis", "trace", "report", "sim", "decision",
+            "virtual"]  # the virtual-clock section runs whole rollouts (~40 s): its parts are tested in tests/unit/perf
 
 
 def test_every_harness_row_has_a_figure(tmp_path: Path) -> None:

@@ -244,7 +244,9 @@ def test_forest_plot_edges_in_chromium(browser: Browser, tmp_path: Path, hostile
     run = write_sample_run(tmp_path / "run", summary)
     render_run(run)
     shot = tmp_path / f"forest-{'hostile' if hostile else 'sample'}.png"
-    _check_forest(browser, run / "report.html", 12 * repeat, shot, f"cpu{XSS}" if hostile else None)
+    rows = sum(len(arm.effects) for arm in summary.arms)  # every outcome's sample row (13), ``repeat`` times
+    assert rows == 13 * repeat
+    _check_forest(browser, run / "report.html", rows, shot, f"cpu{XSS}" if hostile else None)
 
 
 def test_hostile_text_never_runs(browser: Browser, tmp_path: Path) -> None:

@@ -4,9 +4,10 @@
 tier, the baseline again for the A/A noise floor) made by the harness as it stood before the layout change, with its
 ``summary.json`` as that harness wrote it; only the rendered reports and the record parts (``requests.parquet``
 holds the same rows) were left out to keep it small. Rebuilding the summary from the raw files with today's code
-must give the same verdict, decisions, reasons and rule results: moving code is not allowed to move a decision.
-Reasons are compared as a set: since issue 24 they are ordered deciding rule first (the same sentences, moved), and
-an unresolved rule's reason may end with what more load would settle it (" — to settle it: ...", added).
+must give the same verdict, decisions and rule outcomes (rule, status, step): moving code is not allowed to move a
+decision. The words are not compared: since issue 32 every comparison is computed on steady-state samples (MSER-5),
+unpaired in closed loops, with block-bootstrap intervals, and its message names the bounds a pass and a breach need,
+so the figures in the sentences moved while no decision did (checked when that change landed).
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ def _decisions(summary: dict[str, Any]) -> dict[str, Any]:
         "recommended_arm": summary.get("recommended_arm"),
         "exit_code": summary.get("exit_code"),
         "arms": [{"name": arm["name"], "decision": arm["decision"],
-                  "reasons": sorted(r.split(" — to settle it: ")[0] for r in arm["reasons"]),
-                  "rules": [{k: rule.get(k) for k in ("rule", "status", "step", "message")}
+                  "rules": [{k: rule.get(k) for k in ("rule", "status", "step")}
                             for rule in arm["rules"]]}
                  for arm in summary["arms"]],
     }
@@ -48,7 +48,7 @@ def test_report_rebuilds_the_same_decisions_from_a_run_made_before_the_layout(tm
     after = json.loads((run / "summary.json").read_text())
     assert _decisions(after) == _decisions(before)
     go = next(arm for arm in after["arms"] if arm["decision"] == "go")
-    assert go["reasons"][0].startswith("earns-its-keep: earns its keep: output_tokens_per_s"), go["reasons"]
+    assert go["reasons"][0].startswith("earns-its-keep: earns its keep: "), go["reasons"]
     assert go["effects"] and any(row["deciding"] for row in go["effects"])
     for name in ("summary.md", "junit.xml", "report.html"):
         assert (run / name).stat().st_size > 0

@@ -1,4 +1,10 @@
-"""Fixtures for rollout integration tests: short simulator scenarios written to a temp dir."""
+"""Fixtures for rollout integration tests: short simulator scenarios written to a temp dir.
+
+``clock="real"`` (the default) runs the simulator servers in real time 4x faster than modelled time: for what only
+real time shows (processes, HTTP, signals, the simulator's own lag). ``clock="virtual"`` runs the same modelled load
+on the virtual clock (``engine.sim_clock: virtual``, docs/virtual-clock.md) at ``sim_time_scale`` 1.0, every
+duration four times the real-time one's: the same requests and physics, deterministic and independent of the host's
+load; for tests whose point is a verdict, a rule's outcome or a statistic."""
 
 from __future__ import annotations
 
@@ -16,6 +22,17 @@ SHORT = {
         "scrape_interval_s": 0.5, "stream_idle_timeout_s": 10, "drain_timeout_s": 3,
     },
 }
+REAL_SCALE = 0.25
+# SHORT's modelled load on the virtual clock: no time scale, every duration (and limit) in modelled seconds
+VIRTUAL = {
+    "engine": {"sim_clock": "virtual", "sim_time_scale": 1.0},
+    "steps": {
+        "warmup": {"duration_s": 1 / REAL_SCALE, "concurrency": 1},
+        "levels": [{"concurrency": 2, "duration_s": 3 / REAL_SCALE}, {"concurrency": 4, "duration_s": 3 / REAL_SCALE}],
+        "scrape_interval_s": 0.5 / REAL_SCALE, "stream_idle_timeout_s": 10 / REAL_SCALE,
+        "drain_timeout_s": 3 / REAL_SCALE,
+    },
+}
 
 
 def _merge(base: dict, over: dict) -> dict:  # type: ignore[type-arg]
@@ -29,11 +46,11 @@ def _merge(base: dict, over: dict) -> dict:  # type: ignore[type-arg]
 def short_scenario(tmp_path: Path) -> Callable[..., Path]:
     """Write the demo scenario shortened (and optionally changed) to a temp file; returns its path."""
 
-    def make(name: str = "short", drop_drills: bool = True, **over: object) -> Path:
+    def make(name: str = "short", drop_drills: bool = True, clock: str = "real", **over: object) -> Path:
         data = yaml.safe_load(Path("scenarios/demo-sim.yaml").read_text())
         data["engine"].pop("sim_noise", None)  # deterministic timings unless a test asks for noise
         data["rules"]["noise_floor"] = {"rerun_baseline": False}  # no A/A re-run unless a test asks for it
-        data = _merge(data, SHORT)
+        data = _merge(data, {"real": SHORT, "virtual": VIRTUAL}[clock])
         data = _merge(data, over)  # type: ignore[arg-type]
         if drop_drills:
             data.pop("drills", None)

@@ -3,9 +3,9 @@ GPUs needed and saved per arm with their intervals and sources (in summary.json,
 `harness report` of the same records without `value:` reports none of it (nothing invented) and the same verdict;
 without the search, the figures come from per-step goodput and say which step.
 
-The shortened demo of tests/integration/capacity (baseline and CPU tier, sim_time_scale 0.25; the baseline meets a
-p99 TTFT of 450 ms at 32 users and breaks it at 64, the CPU tier meets it at 64, the top of the range, on an idle
-machine): whatever the search found, each end of GPUs needed follows the opposite end of the bracket.
+The shortened demo of tests/integration/capacity (baseline and CPU tier on the virtual clock; the baseline meets a
+p99 TTFT of 1.8 s at 32 users and breaks it at 64, the CPU tier meets it at 64, the top of the range): whatever the
+search found, each end of GPUs needed follows the opposite end of the bracket.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.integration.capacity.test_capacity_run import BUDGET_MS, harness, run
 
 VALUE = {"requests_per_s": 200, "gpu_hour_cost": 3.5, "host_memory_gib_month_cost": 0.5}
 SEARCH = {"metric": "ttft", "percentile": 99, "budget_ms": BUDGET_MS, "low": 32, "high": 64, "resolution": "100%",
-          "probe_duration_s": 4, "extend_factor": 1.5, "max_probes": 4}
+          "probe_duration_s": 16, "extend_factor": 1.5, "max_probes": 4}
 
 
 def _minus(a: float | None, b: float | None) -> float | None:

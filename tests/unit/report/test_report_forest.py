@@ -52,16 +52,16 @@ def test_no_tier_comparison_no_plot() -> None:
 def test_one_row_per_comparison_grouped_by_arm_at_the_top() -> None:
     summary = with_effects(sample_summary())
     plot = forest_plot(summary)
-    assert plot is not None and plot.rows == 12
+    assert plot is not None and plot.rows == 13
     blocks = forest_blocks(summary)
     assert [(b.arm.name, b.test, len(b.rows)) for b in blocks] == [
-        ("cpu", "improvement", 5), ("cpu", "harm", 2), ("tiered", "improvement", 3), ("tiered", "harm", 2)]
+        ("cpu", "improvement", 5), ("cpu", "harm", 2), ("tiered", "improvement", 3), ("tiered", "harm", 3)]
     svg = ET.fromstring(str(plot.svg))
     arms = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}text") if "arm" in _cls(t)]
     assert arms == ["cpu (cpu) · go", "tiered (tiered) · hold"]
     html = render_html(summary)
     assert html.index('<section id="forest">') < html.index('<section id="effects">') < html.index('id="fit"')
-    assert len(plot.lines) == 12 and plot.lines[0].startswith("cpu: c4 output tokens/s vs gpu-only: unresolved")
+    assert len(plot.lines) == 13 and plot.lines[0].startswith("cpu: c4 output tokens/s vs gpu-only: unresolved")
     assert [o for o, _ in plot.legend] == [o for o in OUTCOME_COLOURS]  # every outcome occurs once in the sample
     assert plot.dashed and plot.clipped and "dashed: unresolved" in html and "beyond the axis" in html
     clean = [e.model_copy(update={"interval": e.interval.model_copy(update={"lo": 1.1, "hi": 1.3, "ratio": 1.2,
@@ -128,9 +128,9 @@ def test_unresolved_is_dashed_never_a_point_and_bounds_beyond_the_axis_are_clipp
 def test_many_rows_grow_the_plot_one_line_each() -> None:
     small, big = _svg(with_effects(sample_summary())), _svg(with_effects(sample_summary(), repeat=5))
     height = [float(s.get("viewBox", "").split()[3]) for s in (small, big)]
-    assert height[1] - height[0] >= 48 * ROW_H
+    assert height[1] - height[0] >= 52 * ROW_H
     ys = [float(t.get("y", "0")) for r in _rows(big) for t in _children(r, "text") if "label" in _cls(t)]
-    assert len(ys) == 60 and all(b - a >= ROW_H for a, b in itertools.pairwise(ys))
+    assert len(ys) == 65 and all(b - a >= ROW_H for a, b in itertools.pairwise(ys))
 
 
 def test_labels_fit_their_columns_and_hostile_text_is_escaped() -> None:
