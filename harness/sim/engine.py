@@ -35,6 +35,27 @@ class MetricsSink(Protocol):
     def on_step(self, plan: StepPlan, core: EngineCore, time_scale: float) -> None: ...
 
 
+class TokenTimes(Protocol):
+    """What :func:`observe_token` reads and stamps on a request's listener (this module's :class:`Listener`, or the
+    virtual clock's)."""
+
+    arrival_ns: int
+    first_token_ns: int | None
+    last_token_ns: int | None
+
+
+def observe_token(req: SimRequest, listener: TokenTimes, now_ns: int, metrics: MetricsSink, scale: float) -> None:
+    """One emitted token at ``now_ns``: its first-token or inter-token latency to ``metrics``, the listener's times
+    advanced. The real-time loop and the virtual clock's engine observe tokens through this one function."""
+    if listener.first_token_ns is None:
+        listener.first_token_ns = now_ns
+        queue_s = ((req.first_scheduled or req.arrival) - req.arrival) * scale
+        metrics.on_first_token(req, (now_ns - listener.arrival_ns) / 1e9, max(queue_s, 0.0))
+    elif listener.last_token_ns is not None:
+        metrics.on_token((now_ns - listener.last_token_ns) / 1e9)
+    listener.last_token_ns = now_ns
+
+
 class Listener:
     """Serving-layer view of one request: wall-clock timestamps and a wake-up future."""
 
@@ -169,13 +190,7 @@ class EngineRunner:
             listener = req.listener
             if not isinstance(listener, Listener):
                 continue
-            if listener.first_token_ns is None:
-                listener.first_token_ns = now_ns
-                queue_s = ((req.first_scheduled or req.arrival) - req.arrival) * scale
-                metrics.on_first_token(req, (now_ns - listener.arrival_ns) / 1e9, max(queue_s, 0.0))
-            elif listener.last_token_ns is not None:
-                metrics.on_token((now_ns - listener.last_token_ns) / 1e9)
-            listener.last_token_ns = now_ns
+            observe_token(req, listener, now_ns, metrics, scale)
             listener.wake()
         for req in finished:
             listener = req.listener

@@ -40,7 +40,7 @@ from harness.sim.metrics_vllm import VllmMetrics
 from harness.sim.options import ServeOptions
 from harness.sim.request import ReqState, SimRequest
 from harness.sim.scheduler import EngineCore
-from harness.sim.tokenizer import PromptError, output_seed, render_chat, tokenize_prompt
+from harness.sim.tokenizer import PromptError, output_seed, tokenize_body
 
 OWNED_BY = "harness-sim (SIMULATED)"
 STALL_HOLD_S = 3600.0
@@ -129,15 +129,7 @@ class SimServer:
 
     async def tokenize(self, request: web.Request) -> web.Response:
         try:
-            body = await request.json()
-            if not isinstance(body, dict):
-                raise PromptError("request body must be a JSON object")
-            if "messages" in body:
-                ids = render_chat(body["messages"])
-            elif "prompt" in body:
-                ids = tokenize_prompt(body["prompt"])
-            else:
-                raise PromptError("give 'prompt' or 'messages'")
+            ids = tokenize_body(await request.json())
         except (json.JSONDecodeError, PromptError, TypeError) as exc:
             return error_response(400, str(exc), "BadRequestError")
         return web.json_response({"count": len(ids), "max_model_len": self.cfg.max_model_len, "tokens": ids,

@@ -116,6 +116,18 @@ def tokenize_prompt(prompt: Any) -> list[int]:
     raise PromptError("'prompt' must be a string or a list of token ids")
 
 
+def tokenize_body(body: Any) -> list[int]:
+    """Token ids of a ``POST /tokenize`` body: chat ``messages`` or a completions ``prompt`` (:class:`PromptError`
+    for anything else); the HTTP server and the virtual clock's engine answer it through this one function."""
+    if not isinstance(body, dict):
+        raise PromptError("request body must be a JSON object")
+    if "messages" in body:
+        return render_chat(body["messages"])
+    if "prompt" in body:
+        return tokenize_prompt(body["prompt"])
+    raise PromptError("give 'prompt' or 'messages'")
+
+
 def output_seed(server_seed: int, request_seed: int | None, prompt_ids: Sequence[int]) -> int:
     """Seed of a request's output PRNG: server seed, request seed and the prompt (greedy-like determinism)."""
     h = hashlib.blake2b(digest_size=8)

@@ -35,12 +35,13 @@ from harness.sim.api import ApiError, full_response, parse_request
 from harness.sim.cache.probe import FsProbes
 from harness.sim.cli import StartupError, UsageError, resolve_serve, sim_app
 from harness.sim.config import ConfigError, EngineConfig
+from harness.sim.engine import observe_token
 from harness.sim.metrics_trtllm import TrtllmMetrics
 from harness.sim.metrics_vllm import VllmMetrics
 from harness.sim.options import ServeOptions
 from harness.sim.request import ReqState, SimRequest
 from harness.sim.scheduler import EngineCore, StepPlan
-from harness.sim.tokenizer import PromptError, output_seed, render_chat, tokenize_prompt
+from harness.sim.tokenizer import PromptError, output_seed, tokenize_body
 from harness.virtual.clock import PRIO_CLIENT, PRIO_ENGINE, EventQueue
 from harness.virtual.disk import MemoryFsTier, VirtualDisk
 
@@ -190,14 +191,7 @@ class VirtualEngine:
     def tokenize(self, body: Any) -> tuple[int, dict[str, Any]]:
         """``POST /tokenize``: (status, answer), as the server answers it."""
         try:
-            if not isinstance(body, dict):
-                raise PromptError("request body must be a JSON object")
-            if "messages" in body:
-                ids = render_chat(body["messages"])
-            elif "prompt" in body:
-                ids = tokenize_prompt(body["prompt"])
-            else:
-                raise PromptError("give 'prompt' or 'messages'")
+            ids = tokenize_body(body)
         except (PromptError, TypeError) as exc:
             return 400, {"error": {"message": str(exc), "type": "BadRequestError", "param": None, "code": 400}}
         return 200, {"count": len(ids), "max_model_len": self.cfg.max_model_len, "tokens": ids, "token_strs": None}
@@ -299,13 +293,7 @@ class VirtualEngine:
             listener = req.listener
             if listener is None:
                 continue
-            if listener.first_token_ns is None:
-                listener.first_token_ns = now_ns
-                queue_s = ((req.first_scheduled or req.arrival) - req.arrival) * scale
-                metrics.on_first_token(req, (now_ns - listener.arrival_ns) / 1e9, max(queue_s, 0.0))
-            elif listener.last_token_ns is not None:
-                metrics.on_token((now_ns - listener.last_token_ns) / 1e9)
-            listener.last_token_ns = now_ns
+            observe_token(req, listener, now_ns, metrics, scale)
             listener.token(now_ns)
         for req in finished:
             listener = req.listener
