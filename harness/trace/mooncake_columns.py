@@ -20,14 +20,17 @@ from harness.trace.blocks import BlockTrace, from_requests
 from harness.trace.mooncake import MAX_JSON_DEPTH, MAX_TRACE_BYTES, BadLine, TraceFormatError, read_mooncake
 
 _BLOCK_SIZE = 16 << 20  # bytes per pyarrow parse block; a longer line falls back to the exact reader
+_SCAN_CHUNK = 1 << 20  # bytes per pass of the line scan: its int32 running count is 4 MiB, not 8x a parse block
 
 
-def _max_opening_brackets(handle: BinaryIO) -> int:
-    """The most ``[`` and ``{`` on any one line (an upper bound of its JSON depth), one chunked numpy pass."""
+def _line_extremes(handle: BinaryIO) -> tuple[int, int]:
+    """``(most [ and { on one line, longest line in bytes)``: an upper bound of any line's JSON depth and the
+    longest line, in one chunked numpy pass."""
     carry = worst = 0
-    while chunk := handle.read(_BLOCK_SIZE):  # bounded: the file's size (a regular file under the cap)
+    run = longest = 0  # bytes of the line still open at the chunk's end; the longest line seen
+    while chunk := handle.read(_SCAN_CHUNK):  # bounded: the file's size (a regular file under the cap)
         data = np.frombuffer(chunk, dtype=np.uint8)
-        cum = np.cumsum((data == ord("[")) | (data == ord("{")), dtype=np.int64)
+        cum = np.cumsum((data == ord("[")) | (data == ord("{")), dtype=np.int32)
         ends = np.flatnonzero(data == ord("\n"))
         if ends.size:
             at = cum[ends]
@@ -35,17 +38,25 @@ def _max_opening_brackets(handle: BinaryIO) -> int:
             per_line[0] += carry
             worst = max(worst, int(per_line.max()))
             carry = int(cum[-1] - at[-1])
+            spans = np.diff(ends, prepend=-1)
+            spans[0] += run
+            longest = max(longest, int(spans.max()))
+            run = len(chunk) - 1 - int(ends[-1])
         else:
             carry += int(cum[-1])
+            run += len(chunk)
         worst = max(worst, carry)
-    return worst
+        longest = max(longest, run)
+    return worst, longest
 
 
 def _fast(path: Path, block_tokens: int) -> BlockTrace | None:
     """The trace via pyarrow, or ``None`` when anything needs the exact reader's judgement (a line that may nest
-    deeper than the exact reader allows, in a field pyarrow would ignore, included)."""
+    deeper than the exact reader allows, in a field pyarrow would ignore, included, and a line as long as a parse
+    block, which the exact reader refuses or reads without pyarrow's copies of it)."""
     with open_regular(path, max_bytes=MAX_TRACE_BYTES, what="trace") as handle:
-        if _max_opening_brackets(handle) > MAX_JSON_DEPTH:
+        depth, longest = _line_extremes(handle)
+        if depth > MAX_JSON_DEPTH or longest >= _BLOCK_SIZE:  # pyarrow would buffer a whole over-long line
             return None
         handle.seek(0)
         return _parse(handle, path, block_tokens)

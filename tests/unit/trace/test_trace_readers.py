@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from harness.trace import mooncake_columns
 from harness.trace.blocks import from_requests
 from harness.trace.mooncake import TraceFormatError, TraceRequest, read_mooncake, synthesize_mooncake, write_mooncake
 from harness.trace.mooncake_columns import read_mooncake_blocks
@@ -94,6 +96,29 @@ def test_fast_and_exact_paths_agree(tmp_path: Path) -> None:
     assert bad == []
     for name in ("timestamps_ms", "input_tokens", "output_tokens", "offsets", "block_ids"):
         assert np.array_equal(getattr(fast, name), getattr(exact, name)), name
+
+
+def test_line_scan_finds_depth_and_longest_line_across_chunk_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mooncake_columns, "_SCAN_CHUNK", 7)  # lines and bracket runs straddle chunk edges
+    lines = [b"[[1]]", b"x" * 23, b"{[{[{", b"", b"ab"]
+    data = b"\n".join(lines)  # the last line has no newline
+    depth, longest = mooncake_columns._line_extremes(io.BytesIO(data))
+    assert depth == 5
+    assert longest == 24  # 23 bytes and its newline
+
+
+def test_a_line_as_long_as_a_parse_block_goes_to_the_exact_reader(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(mooncake_columns, "_BLOCK_SIZE", 256)
+    path = tmp_path / "t.jsonl"
+    good = json.dumps({"timestamp": 1, "input_length": 600, "output_length": 4, "hash_ids": [1, 2]})
+    path.write_text(f"{good}\n{good}\n", encoding="utf-8")
+    assert mooncake_columns._fast(path, 16) is not None
+    path.write_text(f"{good}\n" + json.dumps({"timestamp": 2, "input_length": 1, "output_length": 1,
+                                               "hash_ids": list(range(100))}) + "\n", encoding="utf-8")
+    assert mooncake_columns._fast(path, 16) is None
+    trace, bad = read_mooncake_blocks(path, 16)
+    assert len(trace.input_tokens) == 2 and not bad
 
 
 def test_duplicate_keys_follow_the_exact_reader(tmp_path: Path) -> None:
