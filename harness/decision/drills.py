@@ -114,6 +114,7 @@ def _details(drill: Drill, events: list[DrillEvent], entries: list[StepEntry], p
     actions = {e.action: e for e in events if e.event == "action"}
     if "cache_loss" in actions:
         details["removed_entries"] = actions["cache_loss"].extra("removed_entries")
+        details["clear_s"] = actions["cache_loss"].extra("took_s")
     if "fill" in actions:
         details["fill_bytes"] = actions["fill"].extra("bytes")
     if "read_slowdown" in actions:
@@ -156,7 +157,9 @@ def _headline(drill: Drill, by: dict[str, DrillPhase], details: Details) -> str:
     before, during = by.get("before"), by.get("during")
     if drill.kind == "cache_loss" and before and during and before.hit_tokens.disk is not None \
             and during.hit_tokens.disk is not None:
-        return (f"cache loss removed {details.get('removed_entries')} entries: disk-hit tokens went from "
+        took = details.get("clear_s")
+        return (f"cache loss removed {details.get('removed_entries')} entries"
+                + (f" in {took} s" if took is not None else "") + ": disk-hit tokens went from "
                 f"{before.hit_tokens.disk} (before) to {during.hit_tokens.disk} (during), recomputed tokens from "
                 f"{before.hit_tokens.miss} to {during.hit_tokens.miss}. ")
     if drill.kind == "restart" and "restart_s" in details:
@@ -188,6 +191,10 @@ def _judge(drill: Drill, phases: list[DrillPhase], events: list[DrillEvent],
                             f"{drill.max_error_rate:.1%})")
         if drill.max_ttft_p99_ms is not None and p.ttft_p99_ms is not None and p.ttft_p99_ms > drill.max_ttft_p99_ms:
             problems.append(f"{p.phase}: TTFT p99 {p.ttft_p99_ms:.0f} ms > {drill.max_ttft_p99_ms:.0f} ms")
+    during = [p for p in phases if p.phase == "during"]
+    if drill.kind == "cache_loss" and during and during[0].requests == 0:
+        return "error", (f"no request was sent in the {drill.during_s:g} s after the cache was cleared (clearing took "
+                         f"{details.get('clear_s')} s); raise during_s")
     if "cool_errors" in details and int(details["cool_errors"] or 0) > 0:
         problems.append(f"cool: {details['cool_errors']} of {details.get('cool_requests')} requests failed")
     text = _headline(drill, {p.phase: p for p in phases}, details) + "; ".join(_fmt_phase(p) for p in phases)

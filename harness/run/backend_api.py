@@ -45,8 +45,8 @@ class Timed(Protocol):
     def start(self) -> None:
         """Fire the actions in real time, from now."""
 
-    def finish(self) -> list[tuple[int, int]]:
-        """Stop; the marks so far."""
+    def finish(self) -> list[tuple[tuple[int, int], tuple[int, int] | None]]:
+        """Stop; the marks so far (when each action fired and, for one set apart from the phases, when it ended)."""
 
     def plan(self) -> list[tuple[float, Any]]:
         """The same work as (seconds after the load starts, what to do): what a virtual clock runs."""

@@ -8,7 +8,9 @@ what the drill did (``start``, actions with their clocks, the final ``done``/``e
 cut by send time; :mod:`harness.decision.drills` computes errors, TTFT p99 and hit sources per phase.
 
 * ``cache_loss`` — one continuous load; ``before_s`` into it the disk tier's contents are deleted (only directories
-  the harness created and marked, never the marker); ``during`` runs from the deletion, ``after`` follows.
+  the harness created and marked, never the marker), or the user's ``clear_cache_command`` runs; ``during`` runs
+  from when that finished (the deletion's own seconds belong to no phase: on a large tier they can be most of
+  ``during_s``, and a real loss is instant), ``after`` follows.
 * ``restart`` — load, then the server is stopped and started again on the same port keeping ``root_dir``; the load
   after it is ``during`` (warm-restart hit rate, time to first disk hit: scrapes every 0.1 s for the first seconds)
   and ``after``.
@@ -78,7 +80,7 @@ def _cache_loss(d: DrillAttempt) -> str | None:
             d.event(event="action", action="cache_loss", command=True, ok=result.ok, message=result.message,
                     took_s=round(result.seconds, 3))
 
-        return continuous_load(d, clear, None)
+        return continuous_load(d, clear, None, on_apart=True)
     tiers = d.tiers
     if not tiers:
         d.event(event="skipped", message="the arm has no disk tier")
@@ -92,7 +94,7 @@ def _cache_loss(d: DrillAttempt) -> str | None:
         d.event(event="action", action="cache_loss", removed_entries=removed, started_ns=started,
                 took_s=round((clock.mono_ns() - started) / 1e9, 3))
 
-    return continuous_load(d, lose, None)
+    return continuous_load(d, lose, None, on_apart=True)
 
 
 def _restart(d: DrillAttempt) -> str | None:

@@ -32,6 +32,8 @@ WATCH_MAX_SCRAPES = 100
 SKIPPED = "skipped"  # what a drill function returns after journaling why it did not run
 
 Action = tuple[float, str, Callable[[], None]]
+Mark = tuple[tuple[int, int], tuple[int, int] | None]  # (perf_counter_ns, time_ns) when it fired; when it ended
+Edge = tuple[int, int]  # (perf_counter_ns, time_ns)
 
 
 @dataclasses.dataclass
@@ -63,11 +65,31 @@ class DrillAttempt:
         self.runner.ctx.say(f"[{self.runner.arm.name}] drill {self.drill.kind}: {text}")
 
 
+def phase_spans(start: Edge, end: Edge, marks: list[Mark], phases: int) -> list[tuple[Edge, Edge]]:
+    """The load ``start``..``end`` cut at the marks into at most ``phases`` spans that run forward (a span beyond the
+    last phase joins it). A mark with an end (an action whose own duration belongs to no phase: deleting a disk
+    tier) leaves the time between its two readings out of every span; a mark outside the load marks its edge."""
+    def inside(edge: Edge) -> Edge:
+        return min(max(edge[0], start[0]), end[0]), edge[1]
+
+    spans: list[tuple[Edge, Edge]] = []
+    lo = start
+    for fired, ended in marks:
+        spans.append((lo, inside(fired)))
+        lo = inside(ended) if ended is not None else inside(fired)
+    spans.append((lo, end))
+    if len(spans) > phases:
+        spans = [*spans[:phases - 1], (spans[phases - 1][0], end)] if phases > 0 else []
+    return spans
+
+
 def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: int | None = None,
                concurrency: int | None = None, workload: WorkloadSpec | None = None,
-               actions: tuple[Action, ...] = (), watch: bool = False) -> str | None:
+               actions: tuple[Action, ...] = (), watch: bool = False,
+               apart: frozenset[str] = frozenset()) -> str | None:
     """One load of the drill as a step, cut at the actions' marks into spans journaled as phases ``names`` (a span
-    beyond the last name joins it). Returns a problem, or None."""
+    beyond the last name joins it); the time an action named in ``apart`` takes belongs to no phase. Returns a
+    problem, or None."""
     from harness.rundir.parts import read_parts
 
     runner, ctx = d.runner, d.runner.ctx
@@ -83,7 +105,7 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
     req = runner.step_run(server.base_url, d.tokenizer, index, label, level, drill=d.drill.kind, drill_phase=tag)
     if workload is not None:
         req = dataclasses.replace(req, workload=workload)
-    timer = PhaseTimer(actions, d, watch)
+    timer = PhaseTimer(actions, d, watch, apart)
     try:
         outcome = runner.backend.run_step(req, ctx.cancel, timer)  # it starts the timer, or runs its plan()
     finally:
@@ -94,16 +116,11 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
     table, _ = read_parts(outcome.parts)
     sends: list[int] = table.column("send_ns").to_pylist() if table.num_rows else []
     failed: list[str | None] = table.column("error_kind").to_pylist() if table.num_rows else []
-    # an action that fired just outside the load (before it started, after it ended) marks the load's edge, so
-    # every phase span runs forward
-    inner = [(min(max(ns, outcome.start_ns), outcome.end_ns), wall) for ns, wall in marks]
-    edges = [(outcome.start_ns, outcome.start_wall_ns), *inner, (outcome.end_ns, outcome.end_wall_ns)]
-    spans = [(edges[i], edges[i + 1]) for i in range(min(len(names), len(edges) - 1))]
-    if spans:
-        spans[-1] = (spans[-1][0], edges[-1])
+    spans = phase_spans((outcome.start_ns, outcome.start_wall_ns), (outcome.end_ns, outcome.end_wall_ns), marks,
+                        len(names))
     dead = not server.alive()
     for name, ((lo, lo_wall), (hi, hi_wall)) in zip(names, spans, strict=False):
-        last = hi == edges[-1][0]
+        last = hi == outcome.end_ns
         inside = [k for k, s in enumerate(sends) if lo <= s < hi or (last and s == hi)]
         ctx.record_step(StepEntry(arm=runner.arm.name, step=index, label=label, concurrency=level.concurrency,
                                   rate_rps=None, start_ns=lo, end_ns=hi, start_wall_ns=lo_wall, end_wall_ns=hi_wall,
@@ -122,16 +139,19 @@ def phase_load(d: DrillAttempt, names: list[str], seconds: float, *, requests: i
 
 class PhaseTimer:
     """Fires timed actions (seconds after the load starts) in a thread, each after a scrape (so the next phase's
-    counters have a base right at its start) and a mark (the phase boundary); optionally
+    counters have a base right at its start) and a mark (the phase boundary; for an action in ``apart``, a second
+    scrape and reading when it ends, so its own duration belongs to no phase); optionally
     scrapes every :data:`WATCH_INTERVAL_S` meanwhile (at most :data:`WATCH_MAX_SCRAPES` times). On a virtual clock
     the backend runs the same work (:meth:`plan`) at its virtual times instead of :meth:`start`."""
 
-    def __init__(self, actions: tuple[Action, ...], d: DrillAttempt, watch: bool) -> None:
+    def __init__(self, actions: tuple[Action, ...], d: DrillAttempt, watch: bool,
+                 apart: frozenset[str] = frozenset()) -> None:
         self.actions = sorted(actions, key=lambda a: a[0])
+        self.apart = apart
         self.d = d
         self.clock = d.runner.backend.clock
         self.watch = watch
-        self.marks: list[tuple[int, int]] = []
+        self.marks: list[Mark] = []
         self.problems: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="harness-drill", daemon=True)
@@ -152,11 +172,16 @@ class PhaseTimer:
     def _fire(self, action: Action) -> None:
         _at, name, fn = action
         self.d.scraper.scrape_now(f"drill-{self.d.number}-{name}")  # the next span's counter base
-        self.marks.append((self.clock.mono_ns(), self.clock.wall_ns()))
+        fired = (self.clock.mono_ns(), self.clock.wall_ns())
         try:
             fn()
         except (OSError, ValueError, httpx.HTTPError) as exc:
             self.problems.append(f"{name}: {type(exc).__name__}: {exc}")
+        ended = None
+        if name in self.apart:
+            self.d.scraper.scrape_now(f"drill-{self.d.number}-{name}-end")  # the base after the action
+            ended = (self.clock.mono_ns(), self.clock.wall_ns())
+        self.marks.append((fired, ended))
 
     def _watch_scrape(self) -> None:
         self.d.scraper.scrape_now(f"drill-{self.d.number}-watch")
@@ -179,17 +204,18 @@ class PhaseTimer:
             if self._stop.wait(wait):
                 return
 
-    def finish(self) -> list[tuple[int, int]]:
-        """Stop (actions not yet due are dropped) and return the marks, (perf_counter_ns, time_ns), in order."""
+    def finish(self) -> list[Mark]:
+        """Stop (actions not yet due are dropped) and return the marks in order."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=600.0)
         return list(self.marks)
 
 
-def continuous_load(d: DrillAttempt, on: Callable[[], None], off: Callable[[], None] | None) -> str | None:
+def continuous_load(d: DrillAttempt, on: Callable[[], None], off: Callable[[], None] | None, *,
+                    on_apart: bool = False) -> str | None:
     """One load through before/during/after: ``on`` at ``before_s`` (before the load when 0), ``off`` at
-    ``before_s + during_s``."""
+    ``before_s + during_s``; with ``on_apart`` the during phase starts when ``on`` has finished."""
     dr = d.drill
     off_fn = off or (lambda: None)
     names = (["before"] if dr.before_s > 0 else []) + ["during"] + (["after"] if dr.after_s > 0 else [])
@@ -203,4 +229,4 @@ def continuous_load(d: DrillAttempt, on: Callable[[], None], off: Callable[[], N
         on()
     if dr.after_s > 0 or off is not None:
         actions.append((dr.before_s + dr.during_s, "off", off_fn))
-    return phase_load(d, names, total, actions=tuple(actions))
+    return phase_load(d, names, total, actions=tuple(actions), apart=frozenset({"on"} if on_apart else ()))
