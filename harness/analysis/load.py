@@ -35,15 +35,33 @@ def table_to_frame(table: pa.Table) -> pd.DataFrame:
     return frame
 
 
-def parts_table(parts: list[Path]) -> pa.Table:
+PartCache = dict[tuple[Path, int, int], pa.Table]
+
+
+def parts_table(parts: list[Path], cache: PartCache | None = None) -> pa.Table:
     """The readable record parts concatenated (their columns as written); unreadable ones are skipped with a
-    logged warning."""
+    logged warning. ``cache`` keeps each part read, by path, size and modification time: a part is written once,
+    atomically, under a name of its own, so a reader that comes back (a sequential look) reads only the new ones."""
     tables: list[pa.Table] = []
     for part in parts:
+        key = None
+        if cache is not None:
+            try:
+                stat = part.stat()
+            except OSError:
+                stat = None
+            key = None if stat is None else (part, stat.st_size, stat.st_mtime_ns)
+            if key is not None and key in cache:
+                tables.append(cache[key])
+                continue
         try:
-            tables.append(pq.read_table(part))
+            table = pq.read_table(part)
         except (OSError, pa.ArrowException) as exc:
             log.warning("skipped unreadable record part %s: %s", part, exc)
+            continue
+        if cache is not None and key is not None:
+            cache[key] = table
+        tables.append(table)
     if not tables:
         return SCHEMA.empty_table()
     return pa.concat_tables(tables, promote_options="default")

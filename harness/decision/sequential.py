@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -39,14 +40,17 @@ from harness.schema.intervals import QuantileCI
 from harness.stats.error_rates import keep_alpha, regression_alpha
 from harness.stats.intervals import interval_from_sorted, min_samples_to_resolve
 
+if TYPE_CHECKING:
+    from harness.analysis.load import PartCache
+
 BASELINE_MARGIN = 1.25
 
 
-def _frame(parts: list[Path]) -> pd.DataFrame:
+def _frame(parts: list[Path], cache: PartCache | None = None) -> pd.DataFrame:
     from harness.analysis.latency import derive_latencies
     from harness.analysis.load import parts_table, table_to_frame
 
-    return derive_latencies(table_to_frame(parts_table(parts)))
+    return derive_latencies(table_to_frame(parts_table(parts, cache)))
 
 
 def _parts(run: RunDir, arm: str, prefix: str) -> list[Path]:
@@ -91,6 +95,7 @@ class StepLooker:
         self.prev_name = scenario.arms[max(0, arm_index - 1)].name
         self.started_ns = time.perf_counter_ns()
         self._refs: dict[str, StepSample | None] = {}
+        self._parts_read: PartCache = {}  # this step's parts, each read once over the looks
 
     def looks_s(self) -> list[float]:
         """Seconds after the step's start at which to look (all but the last, which is the planned end)."""
@@ -124,7 +129,7 @@ class StepLooker:
 
     def _current(self, elapsed_s: float) -> StepSample | None:
         """This attempt's records of the step so far (an earlier, interrupted attempt's are left out)."""
-        df = _frame(_parts(self.run, self.arm.name, self.prefix))
+        df = _frame(_parts(self.run, self.arm.name, self.prefix), self._parts_read)
         if df.empty:
             return None
         df = df[(row_attempts(df) == self.attempt) & (df["send_ns"].to_numpy() >= self.started_ns)]

@@ -1,5 +1,8 @@
 """Scrape bodies -> samples: Prometheus text (prometheus_client's parser) and TensorRT-LLM JSON iteration stats.
 
+Prometheus text goes first through :func:`harness.scrape.textparse.parse_plain`, a fast path for the plain form
+servers write that returns exactly the library's samples; any body outside that form is parsed by the library.
+
 A parsed scrape is a :data:`Samples` mapping: sample name -> list of (labels, value). Prometheus sample names are kept
 as exposed (``vllm:prompt_tokens_total``, ``..._bucket`` with ``le``). A TensorRT-LLM iteration entry is flattened to
 dotted names (``kvCacheStats.reusedBlocks``) without labels, so one catalog format covers both.
@@ -15,6 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from harness.scrape.textparse import parse_plain
 
 Labels = dict[str, str]
 Samples = dict[str, list[tuple[Labels, float]]]
@@ -53,6 +58,12 @@ def parse_prometheus(text: str, keep: Iterable[str] | None = None) -> Samples:
     body = filter_exposition(text, keep) if keep is not None else text
     if keep is not None and not any(line and not line.startswith("#") for line in body.splitlines()):
         body = text  # nothing we look for: parse it all, so a body that is not an exposition is still an error
+    plain = parse_plain(body)
+    return plain if plain is not None else library_samples(body)
+
+
+def library_samples(body: str) -> Samples:
+    """The samples prometheus_client's parser reads from ``body`` (NaN left out); the parser of record."""
     samples: Samples = {}
     try:
         for family in text_string_to_metric_families(body):
@@ -61,7 +72,7 @@ def parse_prometheus(text: str, keep: Iterable[str] | None = None) -> Samples:
                 if math.isnan(value):
                     continue
                 samples.setdefault(sample.name, []).append((dict(sample.labels), value))
-    except (ValueError, TypeError, IndexError, KeyError) as exc:
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError) as exc:
         raise ParseError(f"not valid Prometheus text: {exc}") from None
     return samples
 

@@ -54,3 +54,19 @@ def test_bench_runs_small(capsys: pytest.CaptureFixture[str]) -> None:
     assert timings["analysis_total_s"] > 0
     assert bench_main(["--records", "2000", "--chunks", "4"]) == 0
     assert "analysed 2,000 records" in capsys.readouterr().out
+
+
+def test_a_part_cache_reads_each_part_once_and_gives_the_same_table(tmp_path: Path) -> None:
+    from harness.analysis.load import PartCache, parts_table
+
+    parts = []
+    for i in range(3):
+        parts.append(tmp_path / f"part-{i}.parquet")
+        pq.write_table(_table([record("a", 0, i, i + 1, [1], rid=f"r{i}")]), parts[-1])
+    cache: PartCache = {}
+    assert parts_table(parts[:2], cache).equals(parts_table(parts[:2]))
+    assert len(cache) == 2
+    assert parts_table(parts, cache).equals(parts_table(parts)) and len(cache) == 3  # only the new part is read
+    parts[0].write_bytes(b"PAR1 torn write")  # another file under the same name (size, time): read again
+    assert parts_table(parts, cache).equals(parts_table(parts[1:]))
+    assert parts_table([], cache).num_rows == 0

@@ -11,7 +11,7 @@ import pytest
 from harness.analysis.latency import derive_latencies
 from harness.analysis.load import table_to_frame
 from harness.config.rules import RegressionRule, SloSpec
-from harness.decision.evidence import StepSample, improvement, paired_values, regression_step, step_sample
+from harness.decision.evidence import StepSample, improvement, paired_values, plan_keys, regression_step, step_sample
 from harness.rundir.records import SCHEMA, RequestRecord
 
 N = 600
@@ -83,3 +83,12 @@ def test_throughput_compares_the_windows_completions() -> None:
     assert ci.ratio == pytest.approx((a.tokens.sum() / a.duration_s) / (b.tokens.sum() / b.duration_s))
     p95 = improvement("ttft_p95", a, b, 0.95)
     assert (p95.n, p95.n_versus) == (a.n, b.n)
+
+
+def test_plan_keys_are_pandas_split_of_the_ids() -> None:
+    cases = [pd.Series(["arm/c8/u0.1", "arm/c8/u1.0/x", "a//", "plain", "a/b"]), pd.Series([], dtype=str),
+             pd.Series(["a/b/c/d", None, float("nan"), 5], dtype=object), pd.Series(["a/b/c", None], dtype="string")]
+    for ids in cases:
+        want = np.asarray(ids.astype(str).str.split("/", n=2).str[-1].to_numpy(), dtype=str)
+        got = plan_keys(ids)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()

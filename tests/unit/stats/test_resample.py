@@ -75,3 +75,17 @@ def test_vectorised_draws_are_archs_update_indices_one_replicate_at_a_time(metho
         CircularBlockBootstrap(int(d.block), x, seed=generator)
     expected = np.stack([np.bincount(boot.update_indices(), minlength=n) for _ in range(60)])
     assert np.array_equal(d.counts, expected)
+
+
+def test_remembered_quantiles_are_the_computed_ones_per_values_and_q() -> None:
+    x = np.random.default_rng(3).lognormal(size=250)
+    y = np.random.default_rng(4).lognormal(size=250)
+    d = draw(x, y, method="circular", replicates=60, tag="memo")
+    first = d.quantile(x, 0.95)
+    assert d.quantile(x.copy(), 0.95) is first  # the same values and q: remembered
+    assert not first.flags.writeable  # shared, so read-only
+    for values, q in ((x, 0.5), (y, 0.95), (x, 0.99)):  # other values or q: computed, not mixed up
+        got = d.quantile(values, q)
+        want = np.array([np.quantile(np.repeat(values, d.counts[r]), q) for r in range(d.replicates)])
+        assert np.allclose(got, want, rtol=1e-12, atol=0)
+    assert not np.array_equal(d.quantile(y, 0.95), first)
