@@ -23,7 +23,8 @@ _go_string = cast(Callable[[float], str], _prom_utils.floatToGoString)  # untype
 class FastHistogram:
     """Cumulative-on-render bucket counts (``le`` semantics: a value equal to a bound falls in that bucket)."""
 
-    __slots__ = ("bounds", "counts", "created", "doc", "name", "total")
+    __slots__ = ("_family", "_family_key", "_les", "_templates", "bounds", "counts", "created", "doc", "name",
+                 "observed", "total")
 
     def __init__(self, name: str, doc: str, bounds: Sequence[float]) -> None:
         self.name = name
@@ -32,25 +33,46 @@ class FastHistogram:
         self.counts = [0] * (len(self.bounds) + 1)
         self.total = 0.0
         self.created = time.time()
+        self.observed = 0  # observations so far: the family is rebuilt only after a new one
+        self._les = [*(_go_string(b) for b in self.bounds), "+Inf"]
+        self._family: HistogramMetricFamily | None = None
+        self._family_key: tuple[tuple[str, ...], tuple[str, ...], int] | None = None
+        self._templates: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[list[dict[str, str]],
+                                                                              dict[str, str]]] = {}
 
     def observe(self, value: float) -> None:
         self.counts[bisect_left(self.bounds, value)] += 1
         self.total += value
+        self.observed += 1
 
     @property
     def count(self) -> int:
         return sum(self.counts)
 
     def family(self, label_names: Sequence[str], label_values: Sequence[str]) -> HistogramMetricFamily:
-        buckets: list[tuple[str, float]] = []
+        """The histogram family: the samples ``HistogramMetricFamily.add_metric`` makes (bucket label sets built
+        once) plus ``_created``; the same object while nothing was observed since (readers must not change it)."""
+        names, values = tuple(label_names), tuple(label_values)
+        key = (names, values, self.observed)
+        if self._family is not None and key == self._family_key:
+            return self._family
+        template = self._templates.get((names, values))
+        if template is None:
+            pairs = list(zip(names, values, strict=True))  # add_metric: dict([*zip(names, values), ("le", le)])
+            template = self._templates[(names, values)] = (
+                [dict([*pairs, ("le", le)]) for le in self._les], dict(pairs))
+        bucket_labels, plain = template
+        name = self.name
+        bucket = name + "_bucket"
+        fam = HistogramMetricFamily(name, self.doc, labels=list(names))
+        samples = fam.samples
         acc = 0
-        for bound, n in zip(self.bounds, self.counts, strict=False):
+        for labels, n in zip(bucket_labels, self.counts, strict=True):
             acc += n
-            buckets.append((_go_string(bound), float(acc)))
-        acc += self.counts[-1]
-        buckets.append(("+Inf", float(acc)))
-        fam = HistogramMetricFamily(self.name, self.doc, labels=list(label_names))
-        fam.add_metric(list(label_values), buckets, self.total)
-        fam.samples.append(Sample(self.name + "_created", dict(zip(label_names, label_values, strict=True)),
-                                  self.created))
+            samples.append(Sample(bucket, labels, float(acc)))
+        if float(self._les[0]) >= 0:  # as add_metric: no _count/_sum with negative buckets
+            samples.append(Sample(name + "_count", plain, float(acc)))
+            samples.append(Sample(name + "_sum", plain, self.total))
+        samples.append(Sample(name + "_created", plain, self.created))
+        self._family, self._family_key = fam, key
         return fam

@@ -26,9 +26,10 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from harness.sim.exposition import TextWriter
 from harness.sim.histogram import FastHistogram
 from harness.sim.metrics_vllm import CONTENT_TYPE, ITL_BUCKETS, REQUEST_TIME_BUCKETS, TTFT_BUCKETS
 from harness.sim.request import SimRequest
@@ -91,6 +92,7 @@ class TrtllmMetrics:
         self.stats_collector = stats_collector
         self.collected = 0  # entries the simulated background collector drained before any JSON reader
         self.registry = CollectorRegistry()
+        self._writer = TextWriter()
         histograms: list[FastHistogram] = []
 
         def hist(name: str, doc: str, buckets: tuple[float, ...]) -> FastHistogram:
@@ -122,6 +124,10 @@ class TrtllmMetrics:
         pool = core.pool
         total = st.reused_blocks + st.missed_blocks
         self._iter += 1
+        if self.stats_collector:  # the entry would be drained at once (see _queue_entry): count it, build nothing
+            self.collected += min(len(self.queue) + 1, QUEUE_MAX)
+            self.queue.clear()
+            return
         self._queue_entry({
             "timestamp": time.strftime("%m-%d-%Y %H:%M:%S"),
             "iter": self._iter,
@@ -160,4 +166,5 @@ class TrtllmMetrics:
         return json.dumps(items).encode()
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The Prometheus text (what ``generate_latest`` writes, :mod:`harness.sim.exposition`)."""
+        return self._writer.render(self.registry)

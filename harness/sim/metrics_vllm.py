@@ -18,13 +18,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from harness.sim.config import TIERING_SPEC, EngineConfig
+from harness.sim.exposition import TextWriter
 from harness.sim.histogram import FastHistogram
 from harness.sim.offload import FS, PRIMARY
 from harness.sim.request import SimRequest
@@ -248,6 +249,7 @@ class VllmMetrics:
 
     def __init__(self, core: EngineCore, model_name: str, kv_offloading_size_gib: float | None = None) -> None:
         self.registry = CollectorRegistry()
+        self._writer = TextWriter()
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
@@ -313,4 +315,5 @@ class VllmMetrics:
         self.iteration.observe(plan.num_tokens)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        """The Prometheus text (what ``generate_latest`` writes, :mod:`harness.sim.exposition`)."""
+        return self._writer.render(self.registry)

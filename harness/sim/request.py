@@ -60,6 +60,7 @@ class SimRequest:
         arrival: float,
         chain_root: int,
         block_size: int,
+        packed: bytes | None = None,
     ) -> None:
         if not prompt_ids:
             raise ValueError("empty prompt")
@@ -68,7 +69,7 @@ class SimRequest:
         self.request_id = request_id
         self.prompt_len = len(prompt_ids)
         self.max_tokens = max_tokens
-        self.chain = HashChain(prompt_ids, block_size, chain_root)
+        self.chain = HashChain(prompt_ids, block_size, chain_root, packed)
         self.num_tokens = self.prompt_len
         self.output_idx: list[int] = []
         self._out = OutputStream(output_seed)

@@ -129,11 +129,13 @@ class EngineCore:
     # ------------------------------------------------------------------ requests in and out
 
     def new_request(
-        self, request_id: str, prompt_ids: list[int], max_tokens: int, output_seed: int, now: float
+        self, request_id: str, prompt_ids: list[int], max_tokens: int, output_seed: int, now: float,
+        packed: bytes | None = None,
     ) -> SimRequest:
+        """A request (not yet queued); ``packed`` is :func:`harness.sim.blocks.pack_tokens` of ``prompt_ids``."""
         if len(prompt_ids) + max_tokens > self.cfg.max_model_len:
             raise ValueError(f"prompt + max_tokens exceeds max_model_len {self.cfg.max_model_len}")
-        return SimRequest(request_id, prompt_ids, max_tokens, output_seed, now, self.root, self.bs)
+        return SimRequest(request_id, prompt_ids, max_tokens, output_seed, now, self.root, self.bs, packed)
 
     def add(self, req: SimRequest) -> None:
         self.waiting.append(req)

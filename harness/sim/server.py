@@ -31,6 +31,7 @@ from harness.sim.api import (
     new_request_id,
     parse_request,
 )
+from harness.sim.blocks import pack_tokens
 from harness.sim.config import EngineConfig
 from harness.sim.engine import EngineRunner, Listener
 from harness.sim.faults import MALFORMED_SSE, FaultController
@@ -192,8 +193,9 @@ class SimServer:
             self._record(rid, kind, None, "error", arrival_ns, None, None, 0, len(parsed.prompt_ids))
             return error_response(500, "injected fault: internal server error (simulated)", "InternalServerError")
         model = body.get("model") or self.opts.served_names[0]
-        seed = output_seed(self.opts.seed, parsed.seed, parsed.prompt_ids)
-        req = self.core.new_request(rid, parsed.prompt_ids, parsed.max_tokens, seed, self.runner.model_now())
+        packed = pack_tokens(parsed.prompt_ids)
+        seed = output_seed(self.opts.seed, parsed.seed, parsed.prompt_ids, packed)
+        req = self.core.new_request(rid, parsed.prompt_ids, parsed.max_tokens, seed, self.runner.model_now(), packed)
         listener = Listener(arrival_ns)
         req.listener = listener
         self.runner.submit(req)

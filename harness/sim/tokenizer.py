@@ -28,6 +28,8 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from harness.sim.memo import BoundedMemo
+
 _SYLLABLES = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]  # 70 syllables
 VOCAB: tuple[str, ...] = tuple(a + b for a in _SYLLABLES for b in _SYLLABLES)[:512]
 """Output vocabulary: 512 pronounceable two-syllable words (``baba``, ``babe``, ...)."""
@@ -51,13 +53,50 @@ VOCAB_IDS: tuple[int, ...] = tuple(word_id(w) for w in VOCAB)
 assert len(VOCAB) == 512  # OutputStream draws 9 random bits per token
 
 
-def tokenize_text(text: str) -> list[int]:
-    """Token ids of a text: one per whitespace-separated word (cached words looked up in one ``map``)."""
+_TEXT_CACHE_TOKENS = 1 << 20
+"""Token ids of text pieces :func:`tokenize_text` remembers before it starts afresh."""
+_PIECE_CHARS = 2048
+"""A text is tokenised in pieces of about this many characters, each cut just before a space (so no word is cut
+and the pieces' words are the text's words) at the first space from ``start + _PIECE_CHARS``: texts that share a
+prefix (a system prompt cut to fit, a shared document) share its pieces, and a piece is split and looked up once."""
+_pieces: BoundedMemo[str, list[int]] = BoundedMemo(_TEXT_CACHE_TOKENS)
+
+
+def _split_ids(text: str) -> list[int]:
     words = text.split()
     ids: list[int | None] = list(map(_cache.get, words))
     if None in ids:
         return [word_id(w) if tid is None else tid for w, tid in zip(words, ids, strict=True)]
     return ids  # type: ignore[return-value]  # no None left
+
+
+def _piece_ids(piece: str) -> list[int]:
+    """Token ids of one piece, from the bounded cache (the list is shared: callers must not change it)."""
+    ids = _pieces.data.get(piece)
+    if ids is None:
+        ids = _pieces.data[piece] = _split_ids(piece)
+        _pieces.added(len(ids))
+    return ids
+
+
+def _extend_ids(out: list[int], text: str) -> None:
+    """Append the token ids of ``text`` to ``out``."""
+    n = len(text)
+    start = 0
+    while n - start > _PIECE_CHARS:
+        cut = text.find(" ", start + _PIECE_CHARS)
+        if cut < 0:
+            break
+        out.extend(_piece_ids(text[start:cut]))
+        start = cut
+    out.extend(_piece_ids(text[start:] if start else text))
+
+
+def tokenize_text(text: str) -> list[int]:
+    """Token ids of a text: one per whitespace-separated word (a new list)."""
+    out: list[int] = []
+    _extend_ids(out, text)
+    return out
 
 
 class PromptError(ValueError):
@@ -93,7 +132,7 @@ def render_chat(messages: Iterable[Any]) -> list[int]:
         if not isinstance(role, str) or not role:
             raise PromptError("each message needs a 'role' string")
         ids.append(word_id(f"<|{role}|>"))
-        ids.extend(tokenize_text(_content_text(msg.get("content"))))
+        _extend_ids(ids, _content_text(msg.get("content")))
         count += 1
     if count == 0:
         raise PromptError("'messages' must not be empty")
@@ -128,13 +167,15 @@ def tokenize_body(body: Any) -> list[int]:
     raise PromptError("give 'prompt' or 'messages'")
 
 
-def output_seed(server_seed: int, request_seed: int | None, prompt_ids: Sequence[int]) -> int:
-    """Seed of a request's output PRNG: server seed, request seed and the prompt (greedy-like determinism)."""
+def output_seed(server_seed: int, request_seed: int | None, prompt_ids: Sequence[int],
+                packed: bytes | None = None) -> int:
+    """Seed of a request's output PRNG: server seed, request seed and the prompt (greedy-like determinism).
+    ``packed`` is ``prompt_ids`` as :func:`harness.sim.blocks.pack_tokens` packs them, when the caller has it."""
     h = hashlib.blake2b(digest_size=8)
     h.update(struct.pack("<q", server_seed))
     h.update(struct.pack("<q", -1 if request_seed is None else request_seed & 0x7FFF_FFFF_FFFF_FFFF))
     if sys.byteorder == "little":  # the same bytes as the "<Q" pack, without unpacking the ids into arguments
-        h.update(array("Q", prompt_ids).tobytes())
+        h.update(array("Q", prompt_ids).tobytes() if packed is None else packed)
     else:
         h.update(struct.pack(f"<{len(prompt_ids)}Q", *prompt_ids))
     return int.from_bytes(h.digest(), "big")

@@ -32,6 +32,7 @@ import typer
 
 from harness.engines.spec import LaunchSpec
 from harness.sim.api import ApiError, full_response, parse_request
+from harness.sim.blocks import pack_tokens
 from harness.sim.cache.probe import FsProbes
 from harness.sim.cli import StartupError, UsageError, resolve_serve, sim_app
 from harness.sim.config import ConfigError, EngineConfig
@@ -172,9 +173,10 @@ class VirtualEngine:
             raise ApiError(500, "engine is dead (simulated)", "InternalServerError")
         parsed = parse_request(body, kind, self.opts.served_names, self.cfg.max_model_len)
         now_ns = self.queue.clock.mono_ns()
-        seed = output_seed(self.opts.seed, parsed.seed, parsed.prompt_ids)
+        packed = pack_tokens(parsed.prompt_ids)
+        seed = output_seed(self.opts.seed, parsed.seed, parsed.prompt_ids, packed)
         req = self.core.new_request(self.new_id(kind), parsed.prompt_ids, parsed.max_tokens, seed,
-                                    self.model_at(now_ns))
+                                    self.model_at(now_ns), packed)
         req.listener = listener
         self.core.add(req)
         self._wake(now_ns)

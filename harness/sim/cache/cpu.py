@@ -105,7 +105,22 @@ class CpuTier:
         if not self.capacity:
             return 0.0
         self.now = now
-        return sum(1 for key in list(self._ready_at) if not self._evictable(key)) / self.capacity
+        # == sum(not self._evictable(key) for key in self._ready_at), expired holds dropped alike, without a call
+        # per resident chunk (this runs on every scrape)
+        ready_at, pins, held = self._ready_at, self._pins, self._held
+        busy = sum(1 for t in ready_at.values() if t > now)
+        busy += sum(1 for key in pins if ready_at.get(key, INF) <= now)
+        expired: list[int] = []
+        for key, until in held.items():
+            if ready_at.get(key, INF) > now or key in pins:
+                continue
+            if until > now:
+                busy += 1
+            else:
+                expired.append(key)
+        for key in expired:
+            del held[key]
+        return busy / self.capacity
 
     def lookup(self, key: int, now: float) -> str:
         """``HIT`` (ready), ``PENDING`` (its store has not ended) or ``MISS``."""

@@ -37,7 +37,10 @@ class FsProbes:
             self._refs[key] = set()
             self._batch.append(key)
         self._refs[key].add(req_id)
-        self._asked_by.setdefault(req_id, set()).add(key)
+        asked = self._asked_by.get(req_id)
+        if asked is None:  # (setdefault would build a set on every call)
+            asked = self._asked_by[req_id] = set()
+        asked.add(key)
         return self._answer[key]
 
     def forget(self, key: int) -> None:
