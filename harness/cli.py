@@ -16,17 +16,18 @@ from rich.text import Text
 from harness.config import ScenarioError, load_scenario
 from harness.core import boundary
 from harness.core.boundary import DEBUG_ENV
+from harness.core.gc_policy import tune_gc
 from harness.core.term import safe_text
 from harness.host.facts import OsHostFacts
 from harness.load.probe import probe_command
 from harness.load.worker_cli import load_worker_command
 from harness.plan.validate import ValidateOptions
 from harness.predict.command import predict_command
-from harness.predict.record import attach_from_run
 from harness.report.commands import compare_command, index_command, make_report_command
 from harness.run.cleanup import cleanup_command
 from harness.run.live import LiveOutput
 from harness.run.options import RunOptions
+from harness.rundir.prediction import attach_from_run
 from harness.schema.summary import Summary
 from harness.sim.cli import sim_app
 from harness.trace.cli import analyze_trace_command
@@ -191,6 +192,7 @@ app.command("cleanup")(cleanup_command)
 def main() -> None:
     """Console-script entry point and the one error boundary: typer's usage errors exit 2, Ctrl-C 130 with a
     message, and any unexpected exception is one line on stderr and exit 4 (a traceback only with --debug)."""
+    tune_gc()
     try:
         app()
     except SystemExit as exc:

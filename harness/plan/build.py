@@ -1,12 +1,16 @@
 """``harness plan``: the arms, their exact launch commands and rendered configs, check results, estimated time.
 
+The estimated time is on the clock the run will run on (:attr:`Plan.clock`): wall seconds on the real clock, modelled
+seconds on the virtual clock (``engine.sim_clock: virtual``), where readiness is immediate and nothing sleeps, so
+the wall time is the CPU time the simulator needs, not the estimate.
+
 Secrets never appear in the plan: a secret flag's value is shown as ``***`` (:mod:`harness.secrets.flags`), and the
 scenario's redactor (:mod:`harness.config.secret_values`) masks any other known secret in configs and check messages.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,7 +72,9 @@ class Plan(BaseModel):
     search: list[str] = Field(default_factory=list, description="the capacity search per arm (steps.search)")
     load: str | None = Field(default=None, description="load processes and machines per step (the load section)")
     checks: list[CheckItem]
-    estimated_duration_s: float
+    estimated_duration_s: float = Field(description="seconds the run should take on its clock (see clock)")
+    clock: Literal["real", "virtual"] = Field(default="real", description="the clock of estimated_duration_s: "
+                                              "wall seconds (real) or modelled seconds (virtual: not wall time)")
     duration_note: str | None = None
     validation: list[ArmValidation] | None = Field(default=None, description="the engine's own verdict per arm "
                                                    "(harness plan --validate)")
@@ -88,19 +94,27 @@ def arm_launch_specs(scenario: Scenario, host_port: int | None = None) -> dict[s
     return out
 
 
+def run_clock(scenario: Scenario) -> Literal["real", "virtual"]:
+    """The clock the run's durations are on: ``virtual`` (modelled seconds) for ``engine.sim_clock: virtual``."""
+    return "virtual" if scenario.engine.kind == "sim" and scenario.engine.sim_clock == "virtual" else "real"
+
+
 def estimate_duration_s(scenario: Scenario) -> tuple[float, str | None]:
-    """Seconds the run should take (readiness + warm-up + steps + drains + drills per arm)."""
-    external = scenario.engine.effective_launcher == "external"  # already running: readiness is one poll
-    per_arm = (0.0 if external else READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0)) + \
+    """Seconds the run should take on its clock (:func:`run_clock`): readiness + warm-up + steps + drains (and the
+    capacity search) per arm, the baseline's A/A re-run (``rules.noise_floor.rerun_baseline``: its steps, no search),
+    and the drills. On the virtual clock these are modelled seconds and readiness takes none."""
+    instant = scenario.engine.effective_launcher == "external" or run_clock(scenario) == "virtual"  # one poll / none
+    per_arm = (0.0 if instant else READINESS_ESTIMATE_S.get(scenario.engine.kind, 120.0)) + \
         scenario.steps.planned_duration_s()
     per_arm += 2.0 * len(scenario.steps.levels)  # step-boundary scrapes and drains, typical
-    if scenario.steps.search is not None:  # its worst case: every other probe re-run longer
-        per_arm += scenario.steps.search.worst_case_s() + 2.0 * scenario.steps.search.max_probes
+    search = scenario.steps.search
+    per_search = 0.0 if search is None else search.worst_case_s() + 2.0 * search.max_probes  # every other re-run
+    rerun = per_arm if scenario.rules.noise_floor.rerun_baseline else 0.0  # the A/A re-run searches nothing
     drills = sum(d.before_s + d.during_s + d.after_s for d in scenario.drills)
     note = None
     if any(level.duration_s is None for level in scenario.steps.levels):
         note = "levels bounded only by a request count are not included in the estimate"
-    return per_arm * len(scenario.arms) + drills, note
+    return (per_arm + per_search) * len(scenario.arms) + rerun + drills, note
 
 
 def step_text(level: StepLevel) -> str:
@@ -163,5 +177,5 @@ def build_plan(scenario: Scenario, *, host: HostFacts | None = None, mode: Mode 
                 search=search_plan_lines(scenario),
                 load=describe_load(scenario.load, host_cores()),
                 checks=[c.model_copy(update={"message": redact(c.message)}) for c in checks],
-                estimated_duration_s=duration, duration_note=note, validation=validation,
+                estimated_duration_s=duration, clock=run_clock(scenario), duration_note=note, validation=validation,
                 power=power_plan, ok=not has_errors(checks))

@@ -24,6 +24,18 @@ def escape(text: object) -> str:
     return _markup_escape(safe_text(text))
 
 
+def duration_line(plan: Plan) -> str:
+    """The estimated duration, on the clock it is on: wall minutes, or modelled minutes on the virtual clock (which
+    are not wall time)."""
+    minutes = plan.estimated_duration_s / 60
+    note = f" ({plan.duration_note})" if plan.duration_note else ""
+    if plan.clock == "real":
+        return f"Estimated duration: {minutes:.1f} min{note}"
+    return (f"Estimated duration: {minutes:.1f} modelled min on the virtual clock{note}; not wall time: no server "
+            "starts and nothing sleeps, so the run takes what the simulator's engine core needs to compute them, "
+            "which grows with the requests served, not with the modelled minutes")
+
+
 def print_plan(plan: Plan, console: Console) -> None:
     """Print the plan."""
     sim = " [bold magenta](SIMULATED engine)[/]" if plan.simulated else ""
@@ -91,9 +103,7 @@ def print_plan(plan: Plan, console: Console) -> None:
         arm_tag = " " + escape(f"[{item.arm}]") if item.arm else ""
         console.print(f"  [{style}]{item.level:5}[/] {escape(item.name)}{arm_tag}: {escape(item.message)}",
                       soft_wrap=True, highlight=False)
-    minutes = plan.estimated_duration_s / 60
-    console.print(f"\nEstimated duration: {minutes:.1f} min" + (f" ({escape(plan.duration_note)})"
-                                                                  if plan.duration_note else ""))
+    console.print("\n" + escape(duration_line(plan)), soft_wrap=True, highlight=False)
     where = f" in {escape(plan.source_file)}" if plan.source_file else ""
     errors = sum(1 for item in plan.checks if item.level == "error")
     console.print("[green]plan ok[/]" if plan.ok else

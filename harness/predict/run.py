@@ -1,10 +1,12 @@
-"""Run a prediction: load the user's scenario, map it onto the profile (:mod:`.mapping`), run the mapped scenario
-through the same conductor as ``harness run``, then mark the summary and every report PREDICTED (:mod:`.record`).
+"""Run a prediction: load the user's scenario, map it onto the profile (:mod:`.mapping`), and run the mapped scenario
+through the same conductor as ``harness run`` with the prediction's record (:mod:`.record`), which the conductor
+keeps in the run directory as ``prediction.json`` before the first arm and attaches to every summary it builds, so
+the summary and every report are marked PREDICTED (:mod:`harness.rundir.prediction`), also after an interruption and
+``harness run --resume``, and in ``harness report``.
 
 The fs tiers and the mapped scenario file live in one temporary directory this module creates (``harness-predict-``)
-and removes when the run ends; the run directory goes to ``--out`` like any run's, with ``prediction.json`` beside
-the summary. The exit code is the verdict's (0 go, 1 no-go, 3 hold, 5 slo-unmet), 2 for a refusal or bad input, 4
-for a run that failed.
+and removes when the run ends; the run directory goes to ``--out`` like any run's. The exit code is the verdict's
+(0 go, 1 no-go, 3 hold, 5 slo-unmet), 2 for a refusal or bad input, 4 for a run that failed.
 """
 
 from __future__ import annotations
@@ -19,9 +21,8 @@ import yaml
 
 from harness.config import Scenario, ScenarioError, load_scenario
 from harness.predict.mapping import Clock, Mapped, PredictTarget, map_scenario
-from harness.predict.record import build_prediction, with_prediction, write_prediction
+from harness.predict.record import build_prediction
 from harness.predict.refusal import PredictRefused
-from harness.report.writers import render_run
 from harness.run.options import RunOptions, RunResult
 from harness.run.orchestrator import run_rollout
 from harness.sim.profile import ProfileError, builtin_profile_names, load_profile
@@ -85,23 +86,8 @@ def run_prediction(scenario_path: Path, opts: PredictOptions, *, say: Callable[[
             on_mapped(mapped)
         path = work / MAPPED_SCENARIO
         path.write_text(mapped_yaml(mapped), encoding="utf-8")
-        result = run_rollout(path, RunOptions(out_dir=opts.out_dir, write_reports=False, validate=None), say=say)
-        if result.run_dir is not None and result.run_dir.is_dir():
-            write_prediction(result.run_dir, prediction)
-        if result.summary is None or result.run_dir is None:
-            return result, mapped
-        summary = with_prediction(result.summary, prediction)
-        render_run(result.run_dir, summary)
-        _refresh_index(result.run_dir.parent, say)
-        return RunResult(result.run_dir, summary.exit_code, summary=summary, checks=result.checks,
-                         message=f"PREDICTED verdict {summary.verdict}: {summary.verdict_reason}"), mapped
+        run_opts = RunOptions(out_dir=opts.out_dir, validate=None, prediction=prediction)
+        return run_rollout(path, run_opts, say=say), mapped
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-
-def _refresh_index(results_dir: Path, say: Callable[[str], None]) -> None:
-    from harness.report.index import refresh_index  # as the conductor does after a run
-
-    problem = refresh_index(results_dir)
-    if problem is not None:
-        say(f"warning: {problem}")

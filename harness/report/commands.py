@@ -22,10 +22,11 @@ from harness.config import ScenarioError
 from harness.core.boundary import DEBUG_ENV, debug_enabled, short_message
 from harness.core.term import safe_text
 from harness.report.compare import Comparison, comparison_lines
-from harness.report.load import ReportInputError, check_run_dir
+from harness.report.load import ReportInputError, check_run_dir, load_summary
 from harness.report.writers import html_safe_json, render_run
 from harness.rundir.bounded import describe_errors
 from harness.rundir.errors import ReportWriteError
+from harness.rundir.prediction import attach_from_run
 from harness.schema.summary import Summary
 
 EXIT_OK = 0
@@ -97,8 +98,10 @@ def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., 
 
         def work() -> dict[str, Path]:
             check_run_dir(run_dir)
-            summary = rebuild(run_dir) if rebuild is not None and not from_summary else None
-            missing.extend(summary.records_missing if summary is not None else [])
+            if rebuild is None or from_summary:  # a prediction's record marks it even where summary.json lost it
+                return render_run(run_dir, attach_from_run(run_dir, load_summary(run_dir)))
+            summary = rebuild(run_dir)
+            missing.extend(summary.records_missing)
             return render_run(run_dir, summary)
 
         written = guarded(f"cannot rebuild the report of {run_dir}", f"harness report {run_dir}", work)

@@ -4,12 +4,13 @@ Each probe is a journaled step (index :func:`harness.decision.capacity.probe_ind
 entry carries ``search: {session, probe, load, extended}``; it is judged from its own records with the same code
 ``harness report`` uses (:mod:`harness.decision.capacity_summary`), and the next load follows from the outcomes
 (:func:`harness.decision.capacity.next_probe`). At most ``max_probes`` probes run, and none starts after
-``max_search_s``. A resumed run searches again on its fresh server as a new session (the latest one counts).
+``max_search_s`` seconds of the search, read from the clock the arm's steps run on (``runner.backend.clock``): real
+seconds on the real clock, modelled seconds on the virtual clock, so a virtual search probes the same loads on any
+host. A resumed run searches again on its fresh server as a new session (the latest one counts).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from harness.config.search import SearchSpec, fmt_load, slo_text
@@ -72,9 +73,10 @@ def run_search(runner: ArmHandle, server: RunningServer, scraper: Any, tokenizer
                    f"{fmt_load(kind, spec.low)} to {fmt_load(kind, spec.high)}, at most {spec.max_probes} probes")
     probes: list[Probe] = []
     results: list[CapacityProbe] = []
-    started = time.monotonic()
+    clock = runner.backend.clock  # the arm's own clock: modelled time on the virtual clock, never the host's
+    started = clock.mono_ns()
     while (nxt := next_probe(spec, kind, probes)) is not None:
-        if spec.max_search_s is not None and time.monotonic() - started >= spec.max_search_s:
+        if spec.max_search_s is not None and (clock.mono_ns() - started) / 1e9 >= spec.max_search_s:
             runner.ctx.say(f"[{arm}] capacity search: max_search_s ({spec.max_search_s:g} s) reached")
             break
         index, label = probe_index(k), probe_label(kind, nxt.load)

@@ -50,8 +50,8 @@ class LiveOutput:
                 self.console.print(f"run directory: {self.shown(result.run_dir)}")
             return
         style = _VERDICT_STYLE.get(summary.verdict, "bold")
-        sim = (" [bold magenta]SIMULATED" + (" (virtual clock)" if summary.clock == "virtual" else "") + "[/]"
-               if summary.simulated else "")
+        sim = (" [bold magenta]" + ("PREDICTED · " if summary.prediction is not None else "") + "SIMULATED"
+               + (" (virtual clock)" if summary.clock == "virtual" else "") + "[/]" if summary.simulated else "")
         self.console.print(f"\nverdict: [{style}]{self.shown(summary.verdict.upper())}[/]{sim} — "
                            f"{self.shown(summary.verdict_reason)}", highlight=False)
         for arm in summary.arms:

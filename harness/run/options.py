@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness.host.facts import HostFacts
 from harness.plan.validate.runner import ValidateOptions
+from harness.schema.prediction import Prediction
 from harness.schema.summary import CheckItem, Summary
 
 
@@ -24,6 +25,7 @@ class RunOptions:
     validate: ValidateOptions | None = None  # the engine's own check of every arm first; None skips it
     require_validation: bool = False  # an arm the engine's code could not check stops the run (exit 2)
     virtual: bool = False  # engine.sim_clock: virtual (the simulated engine only): `harness run --virtual`
+    prediction: Prediction | None = None  # `harness predict`: its record, in the new run directory before any arm
 
 
 @dataclass

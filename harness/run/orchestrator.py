@@ -6,6 +6,9 @@ error) is journaled with ``cause: harness`` and stops the run (exit 4); ``--resu
 Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes; a second
 signal forces the stop (servers killed at once), is journaled the same way, and exits 4 too.
 
+A prediction (``harness predict``: ``prediction.json`` in the run directory) stays one however its summary is built:
+at the end of the run, after ``--resume``, and in ``harness report`` (:mod:`harness.rundir.prediction`).
+
 A simulated scenario with ``engine.sim_clock: virtual`` runs the same way with every arm on one virtual clock
 (:mod:`harness.run.virtual_arm`, docs/virtual-clock.md): no server process, no load runner, no sleeping.
 """
@@ -33,6 +36,7 @@ from harness.run.prepare import completed_state, prepare_run
 from harness.run.signals import cancel_on_signals
 from harness.rundir import journal
 from harness.rundir.layout import RunDir
+from harness.rundir.prediction import attach_from_run, read_prediction
 from harness.schema.summary import CheckItem
 from harness.secrets.redact import secret_values
 from harness.workload.plan import LoadConfigError, build_request_plan
@@ -109,6 +113,10 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
     if opts.resume is not None:
         manifest.setdefault("resumed", []).append({"finished_arms": sorted(finished), "steps": done_steps})
         ctx.save_manifest()
+        prediction = read_prediction(run.root)  # read (and checked) in prepare_run
+        if prediction is not None:
+            say(f"resuming a PREDICTED run: profile {prediction.profile.name} on the {prediction.clock} clock; "
+                "its summary and reports stay marked PREDICTED")
     results: list[ArmResult] = []
     backend = _virtual_backend(scenario, run)
     if backend is None:  # the real clock: a warm load runner while the first server boots
@@ -259,14 +267,15 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
     from harness.rundir.parts import build_requests_parquet
 
     build_requests_parquet(run.root)
-    summary = rebuild_summary(run.root)
+    summary = attach_from_run(run.root, rebuild_summary(run.root))  # a prediction stays PREDICTED
     if opts.write_reports:
         render_run(run.root, summary)
         _rebuild_index(run.root.parent, say)
     else:
         run.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
+    marked = "PREDICTED verdict" if summary.prediction is not None else "verdict"
     return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
-                     message=f"verdict {summary.verdict}: {summary.verdict_reason}")
+                     message=f"{marked} {summary.verdict}: {summary.verdict_reason}")
 
 
 def _rebuild_index(results_dir: Path, say: Any) -> None:

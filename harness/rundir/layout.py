@@ -7,6 +7,7 @@ scenario.yaml        the scenario as resolved
 progress.json        which arms/steps are complete (for --resume)
 checks.json          the pre-flight checks
 validation.json      the engine's own verdict per arm and what it resolved (harness.schema.validation)
+prediction.json      a prediction's record (harness predict; harness.rundir.prediction): the run stays PREDICTED
 requests.parquet     one row per request, built from records/ parts
 records/<arm>/part-*.parquet   request records, flushed at least at every step end
 steps.jsonl          step boundaries: arm, step, label, start/end (monotonic and wall ns), warm-up flag, attempt
@@ -38,6 +39,7 @@ SCENARIO = "scenario.yaml"
 PROGRESS = "progress.json"
 CHECKS = "checks.json"
 VALIDATION = "validation.json"
+PREDICTION = "prediction.json"
 REQUESTS = "requests.parquet"
 STEPS = "steps.jsonl"
 ARMS = "arms.jsonl"
@@ -100,6 +102,10 @@ class RunDir:
     @property
     def validation(self) -> Path:
         return self.root / VALIDATION
+
+    @property
+    def prediction(self) -> Path:
+        return self.root / PREDICTION
 
     @property
     def requests(self) -> Path:

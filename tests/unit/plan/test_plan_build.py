@@ -80,6 +80,31 @@ def test_estimate_counts_readiness_steps_and_drills() -> None:
     assert note == "levels bounded only by a request count are not included in the estimate"
 
 
+def test_estimate_on_the_virtual_clock_is_modelled_time_without_readiness() -> None:
+    virtual = load_scenario_text(SIM, "sim.yaml", ["engine.sim_clock=virtual"])
+    seconds, _ = estimate_duration_s(virtual)
+    assert seconds == pytest.approx(2 * 19 + 6)  # readiness is immediate on the virtual clock: 3 s less per arm
+    plan = build_plan(virtual, host=HOST)
+    assert (plan.clock, plan.estimated_duration_s) == ("virtual", pytest.approx(44))
+    out = io.StringIO()
+    print_plan(plan, Console(file=out, width=400, color_system=None))
+    line = next(t for t in out.getvalue().splitlines() if t.startswith("Estimated duration"))
+    assert line.startswith("Estimated duration: 0.7 modelled min on the virtual clock (levels bounded only by")
+    assert "not wall time" in line
+    real = build_plan(load_scenario_text(SIM, "sim.yaml"), host=HOST)
+    assert real.clock == "real"
+    out = io.StringIO()
+    print_plan(real, Console(file=out, width=400, color_system=None))
+    line = next(t for t in out.getvalue().splitlines() if t.startswith("Estimated duration"))
+    assert line.startswith("Estimated duration: 0.8 min (") and "modelled" not in line and "wall" not in line
+
+
+def test_estimate_counts_the_baselines_aa_rerun_without_a_search() -> None:
+    base = load_scenario_text(SIM, "sim.yaml")
+    rerun = load_scenario_text(SIM, "sim.yaml", ["rules.noise_floor.rerun_baseline=true"])
+    assert estimate_duration_s(rerun)[0] == pytest.approx(estimate_duration_s(base)[0] + 22)  # one arm more
+
+
 def test_plan_steps_and_json_round_trip() -> None:
     plan = build_plan(load_scenario_text(SIM, "sim.yaml"), host=HOST)
     assert plan.steps == ["c1 for 10 s", "c2 for 50 req"]

@@ -11,20 +11,22 @@ import pytest
 
 from harness.config import load_scenario
 from harness.predict.mapping import PredictTarget, map_scenario
-from harness.predict.record import (
-    PREDICTION_FILE,
-    PredictionFileError,
-    attach_from_run,
-    build_prediction,
-    read_prediction,
-    with_prediction,
-    write_prediction,
-)
+from harness.predict.record import build_prediction
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
 from harness.report.sample import sample_summary
 from harness.report.writers import summary_json_text
+from harness.run.options import RunOptions
+from harness.run.prepare import prepare_run
+from harness.rundir.layout import PREDICTION as PREDICTION_FILE
+from harness.rundir.prediction import (
+    PredictionFileError,
+    attach_from_run,
+    read_prediction,
+    with_prediction,
+    write_prediction,
+)
 from harness.schema.prediction import Prediction
 from harness.schema.summary import Summary
 from harness.sim.profile import load_profile
@@ -103,6 +105,15 @@ def test_the_record_round_trips_through_the_run_directory(tmp_path: Path, predic
     again = attach_from_run(tmp_path, attach_from_run(tmp_path, sample_summary()))
     assert again.prediction == prediction
     assert sum(w.startswith("PREDICTED: ") for w in again.warnings) == 1  # said once, however often attached
+
+
+def test_the_record_is_in_a_new_run_directory_before_any_arm(tmp_path: Path, prediction: Prediction) -> None:
+    _scenario, run, _run_id, _manifest = prepare_run(ROOT / "scenarios" / "demo-sim.yaml",
+                                                     RunOptions(out_dir=tmp_path, prediction=prediction))
+    assert read_prediction(run.root) == prediction and not run.arms.exists()  # an interrupted prediction is one
+    _scenario, plain, _run_id, _manifest = prepare_run(ROOT / "scenarios" / "demo-sim.yaml",
+                                                       RunOptions(out_dir=tmp_path))
+    assert read_prediction(plain.root) is None
 
 
 def test_a_damaged_record_is_bad_input(tmp_path: Path) -> None:
