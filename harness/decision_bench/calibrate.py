@@ -7,8 +7,9 @@ and p95 TTFT, output tokens/s: the tier arm over the baseline, read as the decis
 
 * the coverage of the nominal 95% two-sided interval, computed from each rollout's run directory with the
   decision's own functions (:mod:`.samples`, :func:`harness.decision.evidence.improvement`), of the truth: the
-  pooled ratio of rollouts ``--truth-factor`` times longer over ``--truth-seeds`` seeds (:mod:`.truth`, cached under
-  ``--out``); the A/A case also against 1 exactly;
+  pooled ratio over ``--truth-seeds`` truth rollouts of the same design (``--truth-factor`` 1; seeds disjoint from
+  the coverage rollouts'), with its own bootstrap standard error (:mod:`.truth`, cached under ``--out``); the A/A
+  case also against 1 exactly;
 * the bias of the ratio estimate (mean estimate / truth - 1);
 
 and with the realistic noise (per-launch drift on, the cases' sequential steps): the A/A false go and false no-go
@@ -30,9 +31,20 @@ from typing import Any
 
 import numpy as np
 
+from harness.core.gc_policy import tune_gc
 from harness.decision_bench.calibration import bias, binomial, coverage
+from harness.decision_bench.cases import scenario
 from harness.decision_bench.parallel import Job, run_jobs
-from harness.decision_bench.truth import MEASURES, cache_path, load_truth, pool_truth, save_truth
+from harness.decision_bench.truth import (
+    MEASURES,
+    Truth,
+    cache_path,
+    design_key,
+    load_truth,
+    pool_truth,
+    save_truth,
+    truth_se,
+)
 
 COVERAGE_CASES = {"aa": "aa", "benefit": "benefit-fixed"}  # table name -> the case's physics (fixed horizon)
 DECISION_CASES = ("aa", "benefit")
@@ -50,9 +62,10 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--step-s", type=float, default=10.0, help="modelled seconds per step (default 10)")
     p.add_argument("--decision-step-s", type=float, default=None, help="modelled seconds per step of the decision "
                    "rollouts (default: --step-s; the old real-time bench's 10 s at time scale 0.3 held 33 modelled s)")
-    p.add_argument("--truth-factor", type=float, default=20.0, help="truth rollouts' steps are this many times "
-                   "longer (default 20)")
-    p.add_argument("--truth-seeds", type=int, default=3, help="truth rollouts pooled per case (default 3)")
+    p.add_argument("--truth-factor", type=float, default=1.0, help="truth rollouts' steps are this many times "
+                   "longer (default 1: the estimand is the ratio for the design the rollouts ran; > 1 estimates "
+                   "another quantity, kept to show the difference)")
+    p.add_argument("--truth-seeds", type=int, default=40, help="truth rollouts pooled per case (default 40)")
     p.add_argument("--seed", type=int, default=1000, help="first seed")
     p.add_argument("--max-minutes", type=float, default=15.0, help="start no rollout after this many minutes")
     p.add_argument("--rollout-timeout-s", type=float, default=900.0, help="one rollout's limit (s)")
@@ -116,11 +129,18 @@ def _seconds(rows: list[dict[str, Any]]) -> float | None:
     return float(np.mean([r["seconds"] for r in rows])) if rows else None
 
 
-def truths(args: argparse.Namespace, results: list[dict[str, Any]]) -> dict[str, dict[int, dict[str, float]]]:
+def truth_path(args: argparse.Namespace, case: str) -> Path:
+    """Where ``case``'s truth for these arguments is cached (keyed by the truth rollouts' scenario, seed 0)."""
+    body = scenario(case, 0, "kv-tier", args.step_s * args.truth_factor, real_time=args.real_time, run_drift=0.0,
+                    sequential=False)
+    return cache_path(args.out, case, args.step_s, args.truth_factor, args.truth_seeds, design_key(body))
+
+
+def truths(args: argparse.Namespace, results: list[dict[str, Any]]) -> dict[str, Truth]:
     """Each coverage case's truth: cached, else pooled from this run's truth rollouts (and cached)."""
-    out: dict[str, dict[int, dict[str, float]]] = {}
+    out: dict[str, Truth] = {}
     for name, case in COVERAGE_CASES.items():
-        path = cache_path(args.out, case, args.step_s, args.truth_factor, args.truth_seeds)
+        path = truth_path(args, case)
         cached = load_truth(path)
         if cached is not None:
             out[name] = cached
@@ -128,17 +148,19 @@ def truths(args: argparse.Namespace, results: list[dict[str, Any]]) -> dict[str,
         rows = _ok(results, "truth", case)
         if len(rows) < args.truth_seeds:
             continue  # not every truth rollout ran: no truth (never one from fewer seeds than asked)
+        rows = rows[:args.truth_seeds]
         parts = [{int(k): tuple(v) for k, v in r["parts"].items()} for r in rows]
-        truth = pool_truth(parts)
+        values = pool_truth(parts)
+        truth = Truth(values, truth_se(parts, values))
         out[name] = truth
         save_truth(path, truth, {"case": case, "step_s": args.step_s * args.truth_factor,
                                  "seeds": [r["job"]["seed"] for r in rows], "run_drift": 0.0,
                                  "seconds": [r["seconds"] for r in rows],
-                                 "samples": {str(k): [len(p[k][0]) for p in parts if k in p] for k in truth}})
+                                 "samples": {str(k): [len(p[k][0]) for p in parts if k in p] for k in values}})
     return out
 
 
-def coverage_rows(results: list[dict[str, Any]], truth: dict[str, dict[int, dict[str, float]]]) -> list[dict[str, Any]]:
+def coverage_rows(results: list[dict[str, Any]], truth: dict[str, Truth]) -> list[dict[str, Any]]:
     """One row per coverage case, step and measure (and the A/A case against 1 too)."""
     rows: list[dict[str, Any]] = []
     for name, case in COVERAGE_CASES.items():
@@ -149,18 +171,19 @@ def coverage_rows(results: list[dict[str, Any]], truth: dict[str, dict[int, dict
                 cis = [r["estimates"][str(step)][measure] if str(step) in r["estimates"] else
                        r["estimates"][step][measure] for r in done
                        if str(step) in r["estimates"] or step in r["estimates"]]
-                targets = []
-                t = truth.get(name, {}).get(step, {}).get(measure)
+                targets: list[tuple[str, float, float | None]] = []
+                case_truth = truth.get(name)
+                t, se = case_truth.of(step, measure) if case_truth is not None else (None, None)
                 if t is not None:
-                    targets.append(("long rollouts", t))
+                    targets.append(("truth rollouts", t, se))
                 if name == "aa":
-                    targets.append(("exactly 1", 1.0))
-                for what, value in targets:
+                    targets.append(("exactly 1", 1.0, 0.0))
+                for what, value, value_se in targets:
                     cov = coverage(cis, value)
                     b = bias([c["ratio"] for c in cis], value)
                     rows.append({"case": name, "physics": case, "step": step,
                                  "label": STEP_LABEL[name][step] if step < len(STEP_LABEL[name]) else str(step),
-                                 "measure": measure, "truth_from": what, "truth": value,
+                                 "measure": measure, "truth_from": what, "truth": value, "truth_se": value_se,
                                  "coverage": cov.rate.as_dict(), "unresolved": cov.unresolved,
                                  "bias": {"bias": b.bias, "lo": b.lo, "hi": b.hi, "n": b.n},
                                  "coverage_text": cov.rate.text(), "bias_text": b.text()})
@@ -196,13 +219,16 @@ def markdown(args: argparse.Namespace, cov: list[dict[str, Any]], dec: list[dict
     lines = [f"Decision benchmark calibration ({'real time' if args.real_time else 'virtual clock'}; steps "
              f"{args.step_s:g} s; {args.jobs} jobs; {len(results)} rollouts in {_f(wall_s, 0)} s wall).", "",
              f"Coverage of the nominal 95% two-sided interval (per-launch drift 0, step jitter 0.1, fixed horizon; "
-             f"truth: {args.truth_seeds} rollouts {args.truth_factor:g}x longer, pooled). Ratios read as "
+             f"truth: {args.truth_seeds} rollouts of the same design pooled" +
+             (f", steps {args.truth_factor:g}x longer" if args.truth_factor != 1 else "") +
+             ", with its bootstrap standard error over the truth rollouts). Ratios read as "
              "improvements (> 1: the tier arm better); coverage k/n with its exact 95% interval; bias: mean "
              "estimate / truth - 1 with its 95% interval.", "",
-             "| case | step | measure | truth (from) | coverage | unresolved | bias |",
+             "| case | step | measure | truth ± se (from) | coverage | unresolved | bias |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in cov:
-        lines.append(f"| {r['case']} | {r['label']} | {r['measure']} | {r['truth']:.4f} ({r['truth_from']}) | "
+        se = f" ± {r['truth_se']:.4f}" if r.get("truth_se") else ""
+        lines.append(f"| {r['case']} | {r['label']} | {r['measure']} | {r['truth']:.4f}{se} ({r['truth_from']}) | "
                      f"{r['coverage_text']} | {r['unresolved']} | {r['bias_text']} |")
     lines += ["", f"Verdicts with the realistic noise (per-launch drift 0.05, step jitter 0.1, the cases' sequential "
               f"steps; {args.decision_step_s:g} s steps):", "",
@@ -223,10 +249,11 @@ def markdown(args: argparse.Namespace, cov: list[dict[str, Any]], dec: list[dict
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_gc()
     args = _args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     cached = {name for name, case in COVERAGE_CASES.items()
-              if cache_path(args.out, case, args.step_s, args.truth_factor, args.truth_seeds).exists()}
+              if truth_path(args, case).exists()}
     jobs = plan(args, cached)
     log = args.out / "results.jsonl"
     started = time.monotonic()
@@ -262,7 +289,10 @@ def _tabulate(args: argparse.Namespace, results: list[dict[str, Any]], jobs: int
     (args.out / "decision-bench.md").write_text(text, encoding="utf-8")
     body = {"step_s": args.step_s, "jobs": args.jobs, "wall_s": round(wall, 1), "rollouts": len(results),
             "planned": jobs, "virtual": not args.real_time, "truth_factor": args.truth_factor,
-            "truth_seeds": args.truth_seeds, "truth": {k: {str(s): v for s, v in t.items()} for k, t in truth.items()},
+            "truth_seeds": args.truth_seeds,
+            "truth": {k: {str(s): v for s, v in t.values.items()} for k, t in truth.items()},
+            "truth_se": {k: {str(s): {m: (x if math.isfinite(x) else None) for m, x in v.items()}
+                             for s, v in t.se.items()} for k, t in truth.items()},
             "coverage": cov, "decisions": dec}
     (args.out / "calibration.json").write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
     return 0

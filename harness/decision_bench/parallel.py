@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import yaml
 
+from harness.core.gc_policy import tune_gc
 from harness.decision_bench.cases import scenario
 from harness.run.options import RunOptions
 
@@ -77,6 +78,7 @@ def run_job(job: Job) -> dict[str, Any]:
     """Run one rollout and return its figures (a plain dict; ``status``: ok, error or timeout)."""
     from harness.run.orchestrator import run_rollout
 
+    tune_gc()  # a worker started by spawn or forkserver does not inherit the parent's thresholds
     work = Path(job.out) / "runs" / job.name
     if work.exists():
         shutil.rmtree(work)

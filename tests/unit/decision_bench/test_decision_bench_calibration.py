@@ -9,9 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.decision_bench.calibrate import _args, _interleave, coverage_rows, plan
+from harness.decision_bench.calibrate import _args, _interleave, coverage_rows, plan, truth_path
 from harness.decision_bench.calibration import bias, binomial, coverage
-from harness.decision_bench.truth import StepPool, cache_path, load_truth, pool_truth, save_truth
+from harness.decision_bench.truth import (
+    StepPool,
+    Truth,
+    cache_path,
+    design_key,
+    load_truth,
+    pool_truth,
+    save_truth,
+    truth_se,
+)
 
 
 def _parts(arm: list[float], base: list[float], arm_tok: float, arm_s: float, base_tok: float, base_s: float) -> tuple:
@@ -65,10 +74,15 @@ def test_bias_is_the_mean_estimate_over_the_truth_with_a_t_interval() -> None:
 
 
 def test_truth_cache_round_trips_and_refuses_a_broken_file(tmp_path: Path) -> None:
-    path = cache_path(tmp_path, "aa", 10.0, 20.0, 3)
+    path = cache_path(tmp_path, "aa", 10.0, 1.0, 3, "abc")
     assert load_truth(path) is None
-    save_truth(path, {0: {"ttft_p50": 1.01}}, {"case": "aa"})
-    assert load_truth(path) == {0: {"ttft_p50": 1.01}}
+    save_truth(path, Truth({0: {"ttft_p50": 1.01, "ttft_p95": 1.2}}, {0: {"ttft_p50": 0.003, "ttft_p95": math.nan}}),
+               {"case": "aa"})
+    loaded = load_truth(path)
+    assert loaded is not None and loaded.values == {0: {"ttft_p50": 1.01, "ttft_p95": 1.2}}
+    assert loaded.of(0, "ttft_p50") == (1.01, 0.003)
+    assert loaded.of(0, "ttft_p95") == (1.2, None), "an unknown error is None, not NaN"
+    assert loaded.of(1, "ttft_p50") == (None, None)
     path.write_text("{}", encoding="utf-8")
     with pytest.raises(ValueError, match="not a truth cache"):
         load_truth(path)
@@ -79,7 +93,9 @@ def test_plan_runs_missing_truths_first_and_interleaves_the_rest(tmp_path: Path)
                   "--truth-seeds", "2"])
     jobs = plan(args, cached={"aa"})
     assert [(j.kind, j.case) for j in jobs[:2]] == [("truth", "benefit-fixed")] * 2
-    assert jobs[0].step_s == 200.0 and jobs[0].run_drift == 0.0 and jobs[0].sequential is False
+    assert jobs[0].step_s == 10.0 and jobs[0].run_drift == 0.0 and jobs[0].sequential is False, \
+        "the truth is of the design the coverage rollouts run: same step length, fixed horizon, no drift"
+    assert jobs[0].seed >= 90_000 > max(j.seed for j in jobs[2:] if j.kind == "coverage"), "disjoint seeds"
     rest = [(j.kind, j.case) for j in jobs[2:]]
     assert rest[:4] == [("coverage", "aa"), ("coverage", "benefit-fixed"), ("decision", "aa"),
                         ("decision", "benefit")]
@@ -92,10 +108,13 @@ def test_coverage_rows_check_the_aa_case_against_one_too() -> None:
                  for m in ("ttft_p50", "ttft_p95", "output_tokens_per_s")}}
     results = [{"job": {"kind": "coverage", "case": "aa", "seed": s}, "status": "ok", "estimates": est}
                for s in range(3)]
-    rows = coverage_rows(results, {"aa": {0: {"ttft_p50": 1.06, "ttft_p95": 1.0, "output_tokens_per_s": 1.0}}})
+    truth = Truth({0: {"ttft_p50": 1.06, "ttft_p95": 1.0, "output_tokens_per_s": 1.0}},
+                  {0: {"ttft_p50": 0.004, "ttft_p95": 0.01, "output_tokens_per_s": 0.002}})
+    rows = coverage_rows(results, {"aa": truth})
     p50 = [r for r in rows if r["measure"] == "ttft_p50"]
     assert [(r["truth_from"], r["coverage"]["k"], r["coverage"]["n"]) for r in p50] == [
-        ("long rollouts", 0, 3), ("exactly 1", 3, 3)]
+        ("truth rollouts", 0, 3), ("exactly 1", 3, 3)]
+    assert p50[0]["truth_se"] == 0.004
     assert p50[1]["bias"]["bias"] == pytest.approx(0.02)
 
 
@@ -103,3 +122,18 @@ def test_bad_arguments_exit_2(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         _args(["--out", str(tmp_path), "--jobs", "0"])
     assert exc.value.code == 2
+
+
+def test_the_truths_error_is_the_spread_over_its_rollouts_and_its_cache_key_follows_the_design(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    rollouts = [{0: _parts(list(rng.gamma(4.0, 1.0, 200)), list(rng.gamma(4.0, 1.3, 200)), 100.0, 10.0, 80.0, 10.0)}
+                for _ in range(12)]
+    values = pool_truth(rollouts)
+    se = truth_se(rollouts, values, resamples=100)
+    assert 0.005 < se[0]["ttft_p50"] < 0.1, se
+    assert se[0]["output_tokens_per_s"] == pytest.approx(0.0, abs=1e-12), "every rollout has the same throughput"
+    assert math.isnan(truth_se(rollouts[:1], values)[0]["ttft_p50"]), "one rollout: no error to give"
+    a = _args(["--out", str(tmp_path)])
+    longer = _args(["--out", str(tmp_path), "--truth-factor", "20"])
+    assert truth_path(a, "aa") != truth_path(longer, "aa") != truth_path(a, "benefit-fixed")
+    assert design_key({"x": 1, "y": [2]}) == design_key({"y": [2], "x": 1}) != design_key({"x": 2, "y": [2]})
