@@ -13,6 +13,7 @@ can influence modelled time or the order of events.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from pathlib import Path
 
@@ -60,7 +61,9 @@ class VirtualDisk:
         return removed
 
 
+@functools.lru_cache(maxsize=256)
 def _key(root_dir: str) -> str:
+    """The directory as one map key (``~`` expanded); memoised: a tier asks for its files on every lookup."""
     return str(Path(root_dir).expanduser())
 
 
@@ -81,6 +84,7 @@ class MemoryFsTier(FsTier):
         self._root_key = str(root_dir)
         self._namespace = namespace
         self._files = disk.namespace(self._root_key, namespace)
+        self._header_bytes = len(self._header(0)) - 16  # the header's length but for the key's hex digits
         self._scan()
 
     def _live(self) -> Files:
@@ -116,7 +120,7 @@ class MemoryFsTier(FsTier):
                 self._unlink(victim)
                 evicted.append(victim)
         self.evictions += len(evicted)
-        self._live()[key] = (self._disk.stamp(), len(self._header(key)))
+        self._live()[key] = (self._disk.stamp(), self._header_bytes + len(f"{key:016x}"))
         self.index[key] = None
         return True, evicted
 

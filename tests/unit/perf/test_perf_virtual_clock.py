@@ -26,6 +26,7 @@ def test_a_demo_that_reached_a_verdict_is_measured(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(virtual_clock, "run_bench", _fake(code, 21.5))
     row = virtual_clock.demo_row(60.0)
     assert row.value == 21.5 and row.error is None and f"exit {code}" in (row.note or "")
+    assert row.passed is False, "21.5 s misses the 20 s goal"
 
 
 @pytest.mark.parametrize("code", [2, 4, None])
@@ -40,9 +41,20 @@ def test_the_aa_rate_counts_judged_and_lost_rollouts_over_the_bench_wall_time(mo
     monkeypatch.setattr(virtual_clock, "run_bench", _fake(0, 125.0, body))
     row = virtual_clock.aa_rate_row(40, 2, 600.0)
     assert row.value == pytest.approx(20.0) and row.unit == "rollouts/min"
+    assert row.passed is False, "20 per minute misses 400 in 15 minutes"
+    assert "33 s steps" in row.note
 
 
 def test_unreadable_aa_figures_are_an_error_not_a_rate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(virtual_clock, "run_bench", _fake(0, 10.0, {"wall_s": 10.0, "decisions": []}))
     row = virtual_clock.aa_rate_row(4, 2, 60.0)
     assert row.value is None and "could not be read" in (row.error or "")
+    assert row.passed is False, "a figure that could not be measured never passes its goal"
+
+
+def test_figures_inside_their_goals_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(virtual_clock, "run_bench", _fake(3, 19.0))
+    assert virtual_clock.demo_row(60.0).passed is True
+    body = {"wall_s": 60.0, "decisions": [{"case": "aa", "n": 30, "lost": 0, "seconds_per_rollout": 4.0}]}
+    monkeypatch.setattr(virtual_clock, "run_bench", _fake(0, 65.0, body))
+    assert virtual_clock.aa_rate_row(30, 2, 600.0).passed is True  # 30 per minute
