@@ -17,7 +17,7 @@ from typing import Any
 from harness.host.labels import ARM_LABEL, HOST_LABEL, PID_LABEL, RUN_LABEL, UID_LABEL
 from harness.host.owner import parse_pid_start, process_alive, this_host
 
-Alive = Callable[[int, float], bool]
+Alive = Callable[..., bool]  # process_alive's signature: (pid, start, since_boot=None, boot="")
 
 
 @dataclass(frozen=True)

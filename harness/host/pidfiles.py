@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from harness.host import state
-from harness.host.owner import current, process_alive, this_host
+from harness.host.owner import current, process_alive, ref_of, this_host
 
 MAX_RECORDS = 10_000
 MAX_RECORD_BYTES = 64 * 1024
@@ -34,14 +34,16 @@ def servers_dir(run_id: str) -> Path:
 def record(run_id: str, arm: str, pid: int) -> None:
     """Remember a started server (best effort: a pid file that cannot be written only weakens cleanup)."""
     try:
-        created = psutil.Process(pid).create_time()
+        server = ref_of(pid)
         me = current()
         state.user_dir(create=True)
         path = servers_dir(run_id)
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         (path / f"{pid}.json").write_text(json.dumps({
-            "run_id": run_id, "arm": arm, "pid": pid, "create_time": created, "owner_host": me.host,
-            "owner_uid": me.uid, "owner_pid": me.pid, "owner_create_time": me.start}), encoding="utf-8")
+            "run_id": run_id, "arm": arm, "pid": pid, "create_time": server.start,
+            "create_since_boot": server.since_boot, "owner_host": me.host, "owner_uid": me.uid, "owner_pid": me.pid,
+            "owner_create_time": me.start, "owner_since_boot": me.since_boot, "boot_id": me.boot}),
+            encoding="utf-8")
     except (OSError, psutil.Error):
         return
 
@@ -75,6 +77,13 @@ class ServerRecord:
         return f"process {self.pid} (run {self.run_id}, arm {self.arm})"
 
 
+def _seconds(value: object) -> float | None:
+    """A recorded since-boot start (None where the record has none: an older harness, no ``/proc``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        return None
+    return float(value)
+
+
 def _classify(info: dict[str, object]) -> tuple[str, str, bool]:
     host = str(info.get("owner_host", this_host()))
     if host != this_host():
@@ -83,13 +92,14 @@ def _classify(info: dict[str, object]) -> tuple[str, str, bool]:
         pid, created = int(str(info["pid"])), float(str(info["create_time"]))
     except (KeyError, ValueError):
         return "gone", "unreadable record", True
-    if not process_alive(pid, created):
+    boot = str(info.get("boot_id") or "")[:64]
+    if not process_alive(pid, created, _seconds(info.get("create_since_boot")), boot):
         return "gone", "the server has exited", True
     try:
         owner_pid, owner_start = int(str(info["owner_pid"])), float(str(info["owner_create_time"]))
     except (KeyError, ValueError):
         return "unknown", "its record names no owning harness process", True
-    if process_alive(owner_pid, owner_start):
+    if process_alive(owner_pid, owner_start, _seconds(info.get("owner_since_boot")), boot):
         return "live", f"its harness process {owner_pid} is running", True
     return "stale", f"its harness process {owner_pid} is gone", True
 

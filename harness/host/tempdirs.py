@@ -37,13 +37,15 @@ class StepDir:
     run_id: str
     pid: int
     start: float
+    since_boot: float | None = None
+    boot: str = ""
 
     @property
     def state(self) -> str:
         """``live`` (its harness process runs), ``stale`` (that process is gone) or ``unknown`` (no owner record)."""
         if not self.pid:
             return "unknown"
-        return "live" if process_alive(self.pid, self.start) else "stale"
+        return "live" if process_alive(self.pid, self.start, self.since_boot, self.boot) else "stale"
 
 
 @contextlib.contextmanager
@@ -69,7 +71,8 @@ def read_owner(path: Path) -> StepDir:
             data = json.loads(record.read_text(encoding="utf-8")[:MAX_OWNER_BYTES])
             owner = parse_pid_start(str(data.get("owner", ""))) if isinstance(data, dict) else None
             if owner is not None:
-                return StepDir(path, str(data.get("run_id", ""))[:200], owner[0], owner[1])
+                return StepDir(path, str(data.get("run_id", ""))[:200], owner.pid, owner.start, owner.since_boot,
+                               owner.boot)
     return StepDir(path, "", 0, 0.0)
 
 

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from harness.host.owner import current, parse_pid_start, process_alive
+from harness.host.owner import ProcessRef, current, parse_pid_start, process_alive
 
 ENV = "HARNESS_PARENT"
 EXIT_ORPHANED = 4  # the run this process served has failed (its harness died)
@@ -28,8 +28,8 @@ def child_env() -> dict[str, str]:
     return {ENV: current().text()}
 
 
-def parent_from_env(environ: Mapping[str, str] | None = None) -> tuple[int, float] | None:
-    """(pid, start time) of the harness process named in ``HARNESS_PARENT``, or None (not set or malformed)."""
+def parent_from_env(environ: Mapping[str, str] | None = None) -> ProcessRef | None:
+    """The harness process named in ``HARNESS_PARENT`` (pid, start time), or None (not set or malformed)."""
     text = (environ if environ is not None else os.environ).get(ENV, "")
     return parse_pid_start(text) if text else None
 
@@ -45,16 +45,15 @@ def _spawn(target: Callable[[Callable[[float], None]], None]) -> None:
     threading.Thread(target=target, args=(time.sleep,), name="parent-watchdog", daemon=True).start()
 
 
-def watch_parent(on_death: Callable[[], None], *, parent: tuple[int, float] | None = None,
+def watch_parent(on_death: Callable[[], None], *, parent: ProcessRef | None = None,
                  interval_s: float = 0.5, grace_s: float = 5.0) -> bool:
     """Watch the parent named in the environment (or ``parent``); returns False when there is none to watch."""
     who = parent if parent is not None else parent_from_env()
     if who is None:
         return False
-    pid, start = who
 
     def run(sleep: Callable[[float], None]) -> None:
-        while process_alive(pid, start):
+        while process_alive(*who):
             sleep(interval_s)
         try:
             on_death()

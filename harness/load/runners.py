@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.host.owner import current, parse_pid_start, process_alive
+from harness.host.owner import ProcessRef, current, parse_pid_start, process_alive
 from harness.host.state import owned_file
 from harness.host.watchdog import child_env
 
@@ -212,8 +212,8 @@ def make_runner_dir() -> Path:
     return path
 
 
-def dir_owner(path: Path) -> tuple[int, float] | None:
-    """(pid, start time) from a runner directory's owner record; None when it has none this user wrote."""
+def dir_owner(path: Path) -> ProcessRef | None:
+    """The process (pid, start time) from a runner directory's owner record; None when it has none this user wrote."""
     record = path / OWNER_FILE
     if not owned_file(record):
         return None

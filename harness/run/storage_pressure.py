@@ -49,9 +49,10 @@ def _pressure_on(d: DrillAttempt, tiers: list[Path]) -> None:
         d.event(event="action", action="read_slowdown", factor=dr.read_slowdown, applied=ok,
                 note=None if ok else "the engine has no throttle endpoint (only the simulator does)")
     if dr.fill_gib and tiers:
-        if disk_tier.ownership(tiers[0]) != "ours":
-            raise disk_tier.DiskTierError(f"refusing to write a filler into {tiers[0]}: it is not marked as "
-                                          "created by the harness")
+        state, why = disk_tier.inspect(tiers[0])
+        if state != "ours":
+            raise disk_tier.DiskTierError(f"refusing to write a filler into {tiers[0]}: it is not the harness's "
+                                          f"({state}{': ' + why if why else ''})")
         target = tiers[0] / FILLER_NAME
         st = os.statvfs(tiers[0])
         reserve = int(d.runner.ctx.scenario.checks.disk_reserve_gib * (1 << 30))

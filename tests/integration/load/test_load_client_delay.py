@@ -37,8 +37,12 @@ def test_records_carry_arrival_and_parse_times_and_a_step_over_budget_is_flagged
     rows = pq.read_table(build_requests_parquet(tmp_path)).to_pylist()
     truth = {r["request_id"]: r for r in read_ground_truth(tmp_path / "truth.jsonl")}
     assert len(rows) == 24
+    sources = [r["first_token_source"] for r in rows]
+    if KERNEL_STAMPS:  # a wall-clock step makes a stamp unconvertible: that read falls back to "readable"
+        assert set(sources) <= {"kernel", "readable"} and sources.count("kernel") >= len(rows) - 2, sources
+    else:
+        assert set(sources) == {"readable"}
     for r in rows:
-        assert r["first_token_source"] == ("kernel" if KERNEL_STAMPS else "readable")
         assert r["send_ns"] < r["first_byte_ns"] <= r["first_token_ns"] <= r["first_token_parsed_ns"] < r["end_ns"]
         assert r["chunk_ns"][0] == r["first_token_ns"]
         sent = truth[r["response_id"]]["first_token_sent_ns"]

@@ -13,7 +13,7 @@ HOST, UID = "node-a", 1000
 LIVE_PID, DEAD_PID = 111, 222
 
 
-def alive(pid: int, start: float) -> bool:
+def alive(pid: int, start: float, *_boot: object) -> bool:
     return pid == LIVE_PID and start == 5.0
 
 
