@@ -1,5 +1,6 @@
-"""The ``harness`` command line: thin — parse, call, print. Exit codes follow shared/DESIGN.md:
-0 go, 1 no-go, 2 bad input or usage, 3 hold, 4 the run itself failed."""
+"""The ``harness`` command line: thin — parse, call, print. Exit codes are :class:`harness.core.exit_codes.ExitCode`
+(0 go, 1 no-go, 2 bad input or usage, 3 hold, 4 the run failed or was interrupted, 5 slo-unmet, 130 Ctrl-C before a
+rollout); ``harness --help`` and ``harness run --help`` list them from the same table."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from rich.text import Text
 from harness.config import ScenarioError, load_scenario
 from harness.core import boundary
 from harness.core.boundary import DEBUG_ENV
+from harness.core.exit_codes import COMPLETED_ROLLOUT, ExitCode, help_text
 from harness.core.gc_policy import tune_gc
 from harness.core.term import safe_text
 from harness.host.facts import OsHostFacts
@@ -32,10 +34,10 @@ from harness.schema.summary import Summary
 from harness.sim.cli import sim_app
 from harness.trace.cli import analyze_trace_command
 
-EXIT_BAD_INPUT = 2
+EXIT_CODES_HELP = help_text().replace("\n", "\n\n")  # one paragraph per code: typer joins single lines
 
 app = typer.Typer(name="harness", help="Plan, run and report KV-cache offload rollouts for vLLM and TensorRT-LLM.",
-                  no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+                  epilog=EXIT_CODES_HELP, no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
 console = Console()
 err_console = Console(stderr=True)
 
@@ -45,7 +47,7 @@ def fail_bad_input(message: str) -> typer.Exit:
     as markup, with control characters made visible)."""
     err_console.print(Text("error: ", style="bold red") + Text(safe_text(message, multiline=True)),
                       highlight=False, soft_wrap=True)
-    return typer.Exit(EXIT_BAD_INPUT)
+    return typer.Exit(ExitCode.BAD_INPUT)
 
 
 @app.callback()
@@ -110,10 +112,10 @@ def plan(scenario: ScenarioArg,
         typer.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
         print_plan(result, console)
-    raise typer.Exit(0 if result.ok else EXIT_BAD_INPUT)
+    raise typer.Exit(ExitCode.OK if result.ok else ExitCode.BAD_INPUT)
 
 
-@app.command()
+@app.command(epilog=EXIT_CODES_HELP)
 def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file", show_default=False)] = None,
         out: Annotated[Path, typer.Option("--out", help="directory that receives results/<run-id>/")] = Path("results"),
         only: Annotated[list[str] | None, typer.Option("--only", help="run only this arm (repeatable); the "
@@ -130,10 +132,13 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
         set_: SetOpt = None,
         virtual: Annotated[bool, typer.Option("--virtual", help="the simulated engine on a virtual clock: the same "
                                               "rollout in seconds, deterministic (sets engine.sim_clock: virtual; "
-                                              "engine.kind: sim only)")] = False) -> None:
-    """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports.
-
-    Exit codes: 0 go, 1 no-go, 2 bad input, 3 hold, 4 the run failed or was interrupted."""
+                                              "engine.kind: sim only)")] = False,
+        verdict_exit: Annotated[bool, typer.Option(
+            "--verdict-exit/--no-verdict-exit", help="exit with the verdict's code (default, for CI); "
+            "--no-verdict-exit exits 0 whenever the rollout ran to a verdict, as `make demo` does (bad input and a "
+            "failed run still exit 2 and 4)")] = True) -> None:
+    """Run the rollout: each arm on a fresh server, rising load, rules, verdict and reports; the exit code is the
+    verdict's (listed below)."""
     from harness.run.orchestrator import run_rollout
 
     if (scenario is None) == (resume is None):
@@ -145,12 +150,17 @@ def run(scenario: Annotated[Path | None, typer.Argument(help="scenario YAML file
                       overrides=tuple(set_ or []), validate=checking, require_validation=require_validation,
                       virtual=virtual)
     result = run_rollout(scenario, opts, say=live.say)
-    if result.exit_code == EXIT_BAD_INPUT:
+    if result.exit_code == ExitCode.BAD_INPUT:
         raise fail_bad_input(result.message)
     if json_out and result.summary is not None:
         typer.echo(result.summary.model_dump_json(indent=2))
     else:
         live.finish(result)
+    if not verdict_exit and result.summary is not None and result.exit_code in COMPLETED_ROLLOUT:
+        if not json_out:
+            console.print(f"the rollout completed: exit 0 (--no-verdict-exit; `harness run` and `make benchmark` "
+                          f"exit {result.exit_code} for this verdict)", highlight=False)
+        raise typer.Exit(ExitCode.OK)
     raise typer.Exit(result.exit_code)
 
 
@@ -162,7 +172,7 @@ def gpu_check() -> None:
         err_console.print(f"[bold red]no GPU runtime:[/] {why}. `make benchmark` needs an NVIDIA GPU with the NVIDIA "
                           "Container Toolkit (see docs/gpu-runner.md); on a machine without one, `make demo` runs "
                           "the same rollout against the simulated engine.", highlight=False)
-        raise typer.Exit(4)
+        raise typer.Exit(ExitCode.FAILED)
     console.print(f"GPU runtime: {why}")
 
 

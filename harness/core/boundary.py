@@ -1,6 +1,6 @@
 """The command line's error boundary: what an exception that reached ``harness.cli.main`` becomes.
 
-Exit codes follow shared/DESIGN.md, and an error never exits 1 (CI reads 1 as a no-go verdict):
+Exit codes are :class:`harness.core.exit_codes.ExitCode`, and an error never exits 1 (CI reads 1 as a no-go verdict):
 
 * an unexpected exception: one line on stderr, ``error: <type>: <message> (run with --debug or HARNESS_DEBUG=1
   for the traceback)``, exit 4; with ``--debug`` / ``HARNESS_DEBUG=1`` the traceback is printed too (still 4);
@@ -21,11 +21,10 @@ import os
 import sys
 import traceback
 
+from harness.core.exit_codes import ExitCode
 from harness.core.term import safe_text
 
 DEBUG_ENV = "HARNESS_DEBUG"
-EXIT_FAILED = 4
-EXIT_INTERRUPTED = 130
 MAX_MESSAGE = 300
 
 
@@ -69,26 +68,26 @@ def unexpected(exc: BaseException) -> int:
             traceback.print_exception(exc, file=sys.stderr)
     hint = "" if debug_enabled() else f" (run with --debug or {DEBUG_ENV}=1 for the traceback)"
     _say(f"error: {short_message(exc)}{hint}")
-    return EXIT_FAILED
+    return ExitCode.FAILED
 
 
 def interrupted() -> int:
     """Report Ctrl-C that reached the boundary; the exit status (130)."""
     _say("interrupted (Ctrl-C): stopped")
-    return EXIT_INTERRUPTED
+    return ExitCode.INTERRUPTED
 
 
 def exit_status(exc: SystemExit) -> int | None:
     """The status to exit with for a ``SystemExit`` that reached the boundary (see the module docstring)."""
     chain = _chain(exc)[1:]
-    if exc.code == EXIT_INTERRUPTED and any(isinstance(e, KeyboardInterrupt) for e in chain):
+    if exc.code == ExitCode.INTERRUPTED and any(isinstance(e, KeyboardInterrupt) for e in chain):
         return interrupted()
     if exc.code == 1 and any(isinstance(e, OSError) and e.errno == errno.EPIPE for e in chain):
-        return EXIT_FAILED  # the reader of stdout went away; nothing more can be shown there
+        return ExitCode.FAILED  # the reader of stdout went away; nothing more can be shown there
     code = exc.code
     if isinstance(code, str):  # sys.exit("message") would print it and exit 1
         _say(f"error: {safe_text(code[:MAX_MESSAGE])}")
-        return EXIT_FAILED
+        return ExitCode.FAILED
     if isinstance(code, bool) or not isinstance(code, int | None):
-        return EXIT_FAILED
+        return ExitCode.FAILED
     return code

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.core.exit_codes import ExitCode
 from harness.core.gc_policy import tune_gc
 from harness.decision_bench.calibration import bias, binomial, coverage
 from harness.decision_bench.cases import scenario
@@ -277,7 +278,7 @@ def _read_results(log: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
         print(f"error: {log}: no results to tabulate ({exc})", file=sys.stderr)
-        raise SystemExit(2) from exc
+        raise SystemExit(ExitCode.BAD_INPUT) from exc
 
 
 def _tabulate(args: argparse.Namespace, results: list[dict[str, Any]], jobs: int, wall: float) -> int:

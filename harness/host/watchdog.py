@@ -17,10 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
+from harness.core.exit_codes import ExitCode
 from harness.host.owner import ProcessRef, current, parse_pid_start, process_alive
 
 ENV = "HARNESS_PARENT"
-EXIT_ORPHANED = 4  # the run this process served has failed (its harness died)
 
 
 def child_env() -> dict[str, str]:
@@ -59,7 +59,7 @@ def watch_parent(on_death: Callable[[], None], *, parent: ProcessRef | None = No
             on_death()
         finally:
             sleep(grace_s)
-            os._exit(EXIT_ORPHANED)
+            os._exit(ExitCode.FAILED)  # orphaned: the run this process served has failed (its harness died)
 
     _spawn(run)
     return True

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from gevent.fileobject import FileObjectPosix
 
+from harness.core.exit_codes import ExitCode
 from harness.host.watchdog import watch_parent
 from harness.load.locust_users import quiet_logging, run_local, warm_pyarrow
 from harness.load.master import run_master, say_run_over
@@ -46,7 +47,6 @@ from harness.workload.plan import LoadConfigError
 from harness.workload.replay import TraceLoadError
 
 log = logging.getLogger("harness.load.runner")
-EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
 READY, DONE = "harness-load-runner: ready", "harness-load-runner: done"
 MAX_STEPS_PER_RUNNER = 100_000
 
@@ -71,19 +71,19 @@ def cmd_run(spec_path: Path) -> int:
         spec = StepSpec.model_validate(json.loads(spec_path.read_text(encoding="utf-8")))
     except (OSError, ValueError) as exc:
         log.error("cannot read the step spec %s: %s", spec_path, exc)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     try:
         distributed = spec.processes > 1 or spec.remote_workers > 0
         outcome = run_master(spec) if distributed else run_local(spec)
     except (LoadConfigError, TraceLoadError) as exc:
         _write_outcome(spec, _failed(spec, str(exc)).model_copy(update={"bad_input": True, "harness_failure": False}))
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     except Exception as exc:
         log.exception("load runner failed")
         _write_outcome(spec, _failed(spec, f"load runner failed: {type(exc).__name__}: {exc}"))
-        return EXIT_FAILED
+        return ExitCode.FAILED
     _write_outcome(spec, outcome)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def cmd_run_over(request_path: Path) -> int:
@@ -95,7 +95,7 @@ def cmd_run_over(request_path: Path) -> int:
         outcome = Path(str(request["outcome_path"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.error("cannot read the run-over request %s: %s", request_path, exc)
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
     try:
         told = say_run_over(bind, port, expected, wait_s)
     except Exception as exc:  # the port may be taken: the workers end on their idle timeout instead
@@ -105,7 +105,7 @@ def cmd_run_over(request_path: Path) -> int:
         tmp = outcome.with_name(outcome.name + ".tmp")
         tmp.write_text(json.dumps({"told": told}), encoding="utf-8")
         tmp.replace(outcome)
-    return EXIT_OK if told >= 0 else EXIT_FAILED
+    return ExitCode.OK if told >= 0 else ExitCode.FAILED
 
 
 def cmd_serve() -> int:
@@ -121,7 +121,7 @@ def cmd_serve() -> int:
     for _ in range(MAX_STEPS_PER_RUNNER):
         line = stdin.readline().decode("utf-8", "replace").strip()
         if not line or line == "EXIT":
-            return EXIT_OK
+            return ExitCode.OK
         verb, _, arg = line.partition(" ")
         if verb == "BYE" and arg:
             cmd_run_over(Path(arg))
@@ -132,7 +132,7 @@ def cmd_serve() -> int:
             continue
         cmd_run(Path(arg))
         print(f"{DONE} {arg}", flush=True)
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:

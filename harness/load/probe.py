@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar, cast
 import httpx
 import typer
 
+from harness.core.exit_codes import ExitCode
 from harness.core.net.bounded import BodyTooLarge, FetchError, afetch, capped_client
 from harness.core.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES
 from harness.core.term import safe_text
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 Status = Literal["ok", "warn", "fail", "skip"]
 ESSENTIAL = ("models", "chat_stream", "usage_in_stream")
 CHECKS = 7  # models, chat, chat_stream, completions_stream, cached_tokens, tokenize, metrics: one --timeout each
-EXIT_BAD_INPUT = 2
 T = TypeVar("T")
 
 
@@ -339,7 +339,7 @@ def probe_command(
             problem = f"--api-key-env {api_key_env}: environment variable {api_key_env} is not set or empty"
     if problem is not None:
         typer.echo(f"error: {safe_text(problem)}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     report = probe(url, model, timeout, api_key=api_key, api_key_env=api_key_env)
     typer.echo(json.dumps(report.to_json(), indent=2) if json_out else report.render())
-    raise typer.Exit(0 if report.ok else 1)
+    raise typer.Exit(ExitCode.OK if report.ok else ExitCode.NO_GO)  # the server is a no-go for a run

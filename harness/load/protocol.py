@@ -16,6 +16,8 @@ Locust carries the messages; the harness decides who runs what. A step, as the m
 
 from __future__ import annotations
 
+from harness.core.exit_codes import ExitCode
+
 SETUP = "harness_setup"
 READY = "harness_ready"
 CLOCK = "harness_clock"
@@ -27,7 +29,9 @@ HALT = "harness_halt"
 DONE = "harness_done"
 RUN_OVER = "harness_run_over"
 
-# the worker process's exit statuses (``python -m harness.load.locust_runner worker``), read by harness load-worker
-STEP_SERVED, RUN_OVER_EXIT, NO_MASTER, NOT_A_MASTER, REFUSED, INTERRUPTED = 0, 3, 5, 6, 7, 130
+# the worker process's exit statuses (``python -m harness.load.locust_runner worker``), read by harness load-worker:
+# a protocol between the two processes, not the harness's exit codes; only Ctrl-C's is the user-facing one
+STEP_SERVED, RUN_OVER_EXIT, NO_MASTER, NOT_A_MASTER, REFUSED = 0, 3, 5, 6, 7
+INTERRUPTED = ExitCode.INTERRUPTED
 
 BEAT_INTERVAL_S = 0.5

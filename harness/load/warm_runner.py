@@ -18,7 +18,8 @@ from pathlib import Path
 import psutil
 
 from harness.load.runners import remove_if_orphaned
-from harness.host.watchdog import EXIT_ORPHANED, watch_parent
+from harness.core.exit_codes import ExitCode
+from harness.host.watchdog import watch_parent
 # isort: on
 
 WORKER_GRACE_S = 2.0
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
         if runners_dir is not None:
             remove_if_orphaned(runners_dir)
         sys.stdout.flush()
-        os._exit(EXIT_ORPHANED)
+        os._exit(ExitCode.FAILED)  # orphaned: the run it served has failed (its harness died)
 
     watch_parent(orphaned, grace_s=WORKER_GRACE_S + 3.0)
     code = locust_runner.main(["serve"])

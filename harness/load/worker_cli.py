@@ -32,12 +32,12 @@ from typing import Annotated
 import typer
 
 from harness.config.load import valid_bind_host
+from harness.core.exit_codes import ExitCode
 from harness.core.term import safe_text
 from harness.host.watchdog import child_env
 from harness.load.protocol import INTERRUPTED, NO_MASTER, NOT_A_MASTER, REFUSED, STEP_SERVED
 from harness.load.protocol import RUN_OVER_EXIT as RUN_OVER
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_FAILED = 0, 2, 4
 MAX_STEPS = 100_000
 STOP_GRACE_S = 15.0  # after Ctrl-C: the worker halts its share and sends its records
 POLL_S = 0.1
@@ -105,7 +105,7 @@ class WorkerLoop:
                 idle_since = time.monotonic()
             elif code == RUN_OVER:
                 _say(f"the master says the run is over; served {self.served} step(s)")
-                return EXIT_OK
+                return ExitCode.OK
             elif code == NO_MASTER:
                 break
             elif code == NOT_A_MASTER:
@@ -119,18 +119,18 @@ class WorkerLoop:
                 return INTERRUPTED
             else:
                 _say(f"the worker process failed (exit {code}); its last log lines:\n" + _tail(log_path))
-                return EXIT_FAILED
+                return ExitCode.FAILED
         if self.served:
             _say(f"no master at {self.host}:{self.port} for {self.idle_timeout_s:g} s after {self.served} step(s); "
                  "ending")
-            return EXIT_OK
+            return ExitCode.OK
         if self.not_a_master:
             _say(f"something at {self.host}:{self.port} accepts connections but is not a harness run's locust "
                  f"master (no handshake within {self.idle_timeout_s:g} s): check --master")
         else:
             _say(f"no master answered at {self.host}:{self.port} within {self.idle_timeout_s:g} s (is the run "
                  "started, with load.remote_workers and this master_port, and the port open?)")
-        return EXIT_FAILED
+        return ExitCode.FAILED
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -185,7 +185,7 @@ def load_worker_command(
         host, port = parse_master(master)
     except ValueError as exc:
         typer.echo(f"error: {safe_text(str(exc))}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(ExitCode.BAD_INPUT) from None
     _say(f"serving the steps of the master at {host}:{port} (ending after {idle_timeout:g} s without one)")
     with tempfile.TemporaryDirectory(prefix="harness-load-worker-") as tmp:
         try:

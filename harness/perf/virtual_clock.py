@@ -15,6 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from harness.core.exit_codes import COMPLETED_ROLLOUT
 from harness.perf.benches import run_bench
 from harness.perf.table import Goal, Row
 
@@ -25,7 +26,6 @@ DEMO_SCENARIO = Path("scenarios/demo-sim.yaml")
 DEMO_GOAL = Goal("<=", 20.0, "s")
 AA_RATE_GOAL = Goal(">=", 400 / 15, "rollouts/min")
 DECISION_STEP_S = 33.0  # the Makefile's DECISION_STEP_S: 10 modelled seconds cannot resolve the p99 rule
-VERDICT_CODES = (0, 1, 3, 5)  # go, no-go, hold, slo-unmet: the rollout ran to a verdict
 
 
 def demo_row(timeout_s: float) -> Row:
@@ -33,7 +33,8 @@ def demo_row(timeout_s: float) -> Row:
     tool = "harness run --virtual"
     with tempfile.TemporaryDirectory(prefix="perf-virtual-") as tmp:
         run = run_bench("harness", ["run", str(DEMO_SCENARIO), "--virtual", "--out", tmp], timeout_s)
-    if run.failure is not None and run.returncode not in VERDICT_CODES:  # a no-go, hold or slo-unmet is measured too
+    # a no-go, hold or slo-unmet is measured too
+    if run.failure is not None and run.returncode not in COMPLETED_ROLLOUT:
         return Row(SECTION, DEMO, tool, None, goal=DEMO_GOAL, error=run.failure)
     return Row(SECTION, DEMO, tool, run.wall_s, "s", goal=DEMO_GOAL,
                note=f"exit {run.returncode} (the verdict's code); imports and reports included")

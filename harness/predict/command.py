@@ -15,9 +15,10 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from harness.core.exit_codes import ExitCode
 from harness.core.term import safe_text
 from harness.predict.mapping import Mapped
-from harness.predict.run import EXIT_BAD_INPUT, PredictOptions, run_prediction
+from harness.predict.run import PredictOptions, run_prediction
 from harness.run.live import LiveOutput
 from harness.run.options import RunResult
 
@@ -67,16 +68,16 @@ def predict_command(
     Exit codes: 0 go, 1 no-go, 2 refused or bad input (the field named), 3 hold, 4 the run failed, 5 slo-unmet."""
     if clock not in ("virtual", "real"):
         err_console.print(Text(f"error: --clock: {safe_text(clock)!r} is not a clock; use virtual or real"))
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     opts = PredictOptions(profile=profile, profile_file=profile_file, out_dir=out, overrides=tuple(set_ or []),
                           clock="virtual" if clock == "virtual" else "real")
     live = LiveOutput(console, quiet=json_out)
     result, _mapped = run_prediction(scenario, opts, say=live.say,
                                      on_mapped=None if json_out else lambda m: _banner(m, opts))
-    if result.exit_code == EXIT_BAD_INPUT and result.summary is None:
+    if result.exit_code == ExitCode.BAD_INPUT and result.summary is None:
         err_console.print(Text("error: ", style="bold red") + Text(safe_text(result.message, multiline=True)),
                           highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     if json_out and result.summary is not None:
         typer.echo(result.summary.model_dump_json(indent=2))
     else:

@@ -20,6 +20,7 @@ from pathlib import Path
 import yaml
 
 from harness.config import Scenario, ScenarioError, load_scenario
+from harness.core.exit_codes import ExitCode
 from harness.predict.mapping import Clock, Mapped, PredictTarget, map_scenario
 from harness.predict.record import build_prediction
 from harness.predict.refusal import PredictRefused
@@ -27,7 +28,6 @@ from harness.run.options import RunOptions, RunResult
 from harness.run.orchestrator import run_rollout
 from harness.sim.profile import ProfileError, builtin_profile_names, load_profile
 
-EXIT_BAD_INPUT = 2
 TEMP_PREFIX = "harness-predict-"
 MAPPED_SCENARIO = "scenario-predicted.yaml"
 
@@ -80,7 +80,7 @@ def run_prediction(scenario_path: Path, opts: PredictOptions, *, say: Callable[[
         try:
             source, mapped, target = prepare(scenario_path, opts, work / "tiers")
         except (ScenarioError, PredictRefused) as exc:
-            return RunResult(None, EXIT_BAD_INPUT, message=str(exc)), None
+            return RunResult(None, ExitCode.BAD_INPUT, message=str(exc)), None
         prediction = build_prediction(source, mapped, target)
         if on_mapped is not None:
             on_mapped(mapped)

@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from harness.config import ScenarioError
 from harness.core.boundary import DEBUG_ENV, debug_enabled, short_message
+from harness.core.exit_codes import ExitCode
 from harness.core.term import safe_text
 from harness.report.compare import Comparison, comparison_lines
 from harness.report.load import ReportInputError, check_run_dir, load_summary
@@ -29,9 +30,6 @@ from harness.rundir.errors import ReportWriteError
 from harness.rundir.prediction import attach_from_run
 from harness.schema.summary import Summary
 
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
-EXIT_FAILED = 4
 SummaryBuilder = Callable[[Path], Summary]
 T = TypeVar("T")
 
@@ -68,21 +66,21 @@ def guarded(what: str, rerun: str, work: Callable[[], T], output: str = "the rep
     try:
         return work()
     except (ReportInputError, ScenarioError) as exc:
-        raise _say_error(str(exc), EXIT_BAD_INPUT) from None
+        raise _say_error(str(exc), ExitCode.BAD_INPUT) from None
     except ReportWriteError as exc:
-        raise _say_error(_write_failure(exc, output, rerun), EXIT_FAILED) from None
+        raise _say_error(_write_failure(exc, output, rerun), ExitCode.FAILED) from None
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename is not None else ""
-        raise _say_error(f"{what}: a file operation failed: {exc.strerror or exc}{where}", EXIT_FAILED) from None
+        raise _say_error(f"{what}: a file operation failed: {exc.strerror or exc}{where}", ExitCode.FAILED) from None
     except ValidationError as exc:  # a summary the run's files do not make
-        raise _say_error(f"{what}: {describe_errors(exc)}", EXIT_BAD_INPUT) from None
+        raise _say_error(f"{what}: {describe_errors(exc)}", ExitCode.BAD_INPUT) from None
     except ValueError as exc:  # the analysis refused the run's data (it names the file where it can)
-        raise _say_error(f"{what}: {_first_line(exc)}", EXIT_BAD_INPUT) from None
+        raise _say_error(f"{what}: {_first_line(exc)}", ExitCode.BAD_INPUT) from None
     except Exception as exc:
         if debug_enabled():
             raise  # harness.cli.main's boundary prints the traceback (and still exits 4)
         raise _say_error(f"{what}: unexpected {short_message(exc)} (run with --debug or {DEBUG_ENV}=1 for the "
-                         "traceback)", EXIT_FAILED) from None
+                         "traceback)", ExitCode.FAILED) from None
 
 
 def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., None]:
@@ -108,7 +106,7 @@ def make_report_command(rebuild: SummaryBuilder | None = None) -> Callable[..., 
         for name, path in written.items():
             typer.echo(f"{name:6s} {safe_text(path)}")
         if missing:  # written, and said: no verdict rests on records that are not all there (exit 4, not 1)
-            raise _say_error(f"{run_dir}: {missing[0]}", EXIT_FAILED)
+            raise _say_error(f"{run_dir}: {missing[0]}", ExitCode.FAILED)
 
     return report_command
 

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from harness.core.exit_codes import ExitCode
 from harness.core.term import safe_text
 from harness.host import pidfiles, tempdirs
 from harness.host.leftovers import Leftover, Selection, container_leftovers, select
@@ -81,7 +82,7 @@ def _container_leftovers(run_id: str | None) -> tuple[list[Leftover], str | None
         return container_leftovers(labelled_containers(client, run_id), remove_container), None
     except DockerException as exc:
         typer.echo(f"Docker: listing containers failed: {safe_text(str(exc))}", err=True)
-        raise typer.Exit(4) from exc
+        raise typer.Exit(ExitCode.FAILED) from exc
 
 
 def _show(items: list[Leftover]) -> None:
@@ -109,7 +110,7 @@ def _act(chosen: Selection, *, dry_run: bool, run_id: str | None) -> None:
         typer.echo(f"run {safe_text(run_id or '')} is still running ({owner} on this host); nothing was removed. "
                    "Stop that run first (Ctrl-C in its terminal), or pass --force to stop its servers anyway.",
                    err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     verbs = {"process": ("Would stop", "Stopped"), "container": ("Would remove", "Removed"),
              "runner-dir": ("Would remove", "Removed"), "step-dir": ("Would remove", "Removed")}
     acted = 0
@@ -143,16 +144,16 @@ def cleanup_command(
     it only lists what it finds, live and stale, and removes nothing."""
     if force and run_id is None:
         typer.echo("--force needs --run-id: it names the one run whose live servers may be stopped", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     if run_id is not None and all_stale:
         typer.echo("give either --run-id or --all-stale, not both", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(ExitCode.BAD_INPUT)
     try:
         where = user_dir()
         items = _process_leftovers(run_id)
     except StateDirError as exc:
         typer.echo(f"cleanup: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(ExitCode.BAD_INPUT) from exc
     items += [] if run_id is not None else _runner_dir_leftovers()
     items += _step_dir_leftovers(run_id)
     containers, note = _container_leftovers(run_id)

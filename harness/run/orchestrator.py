@@ -3,8 +3,9 @@
 An arm that fails to start or dies mid-step is recorded as ``failed`` and the run goes on — unless it is the baseline
 (exit 4). An arm that fails because of the harness itself (results disk full, the load generator died, an unexpected
 error) is journaled with ``cause: harness`` and stops the run (exit 4); ``--resume`` redoes it on a fresh server.
-Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes; a second
-signal forces the stop (servers killed at once), is journaled the same way, and exits 4 too.
+Ctrl-C / SIGTERM stop every server the run started and leave a run directory that ``--resume`` completes (exit 4,
+``ROLLOUT_INTERRUPTED``: to CI a run that did not finish has failed, not 130); a second signal forces the stop
+(servers killed at once), is journaled the same way, and exits 4 too.
 
 A prediction (``harness predict``: ``prediction.json`` in the run directory) stays one however its summary is built:
 at the end of the run, after ``--resume``, and in ``harness report`` (:mod:`harness.rundir.prediction`).
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import Scenario, ScenarioError
+from harness.core.exit_codes import ROLLOUT_INTERRUPTED, ExitCode
 from harness.plan.checks.runner import has_errors, run_checks
 from harness.plan.validate.gate import validation_gate
 from harness.report.writers import render_run, summary_json_text
@@ -42,11 +44,6 @@ from harness.secrets.redact import secret_values
 from harness.workload.plan import LoadConfigError, build_request_plan
 from harness.workload.replay import TraceLoadError
 
-EXIT_INTERRUPTED = 4
-EXIT_FAILED = 4
-EXIT_BAD_INPUT = 2
-
-
 _FILE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, errno.EACCES, errno.EFBIG}
 
 
@@ -63,7 +60,7 @@ def _write_failure(exc: OSError, run_dir: Path | None) -> RunResult:
         if exc.errno in _FILE_ERRNOS else "a file operation of the run failed"
     where = (f"; what was written so far stays in {run_dir}: {'free space' if full else 'fix that'}, then "
              f"`harness run --resume {run_dir}` or `harness report {run_dir}`") if run_dir is not None else ""
-    return RunResult(run_dir, EXIT_FAILED, message=f"{head}: {what}{where}")
+    return RunResult(run_dir, ExitCode.FAILED, message=f"{head}: {what}{where}")
 
 
 def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = print,
@@ -72,7 +69,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
     try:
         scenario, run, run_id, manifest = prepare_run(scenario_path, opts)
     except (ScenarioError, BadRunInput) as exc:
-        return RunResult(None, EXIT_BAD_INPUT, message=str(exc))
+        return RunResult(None, ExitCode.BAD_INPUT, message=str(exc))
     except OSError as exc:
         if not _is_file_error(exc):
             raise
@@ -84,7 +81,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
             raise
         return _write_failure(exc, run.root)
     except KeyboardInterrupt:  # Ctrl-C outside the arms (checks, validation, the reports): nothing is left running
-        return RunResult(run.root, EXIT_INTERRUPTED, message=f"interrupted; what was measured stays in {run.root}: "
+        return RunResult(run.root, ROLLOUT_INTERRUPTED, message=f"interrupted; what was measured stays in {run.root}: "
                          f"`harness run --resume {run.root}` continues it (`harness report {run.root}` rebuilds "
                          "the reports)")
 
@@ -96,15 +93,15 @@ def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[s
     if has_errors(checks):
         errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
                            for c in checks if c.level == "error")
-        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
+        return RunResult(run.root, ExitCode.BAD_INPUT, checks=checks, message=f"pre-flight checks failed:\n{errors}")
     problem = _workload_problem(scenario, _scenario_dir(manifest))
     if problem is not None:
-        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+        return RunResult(run.root, ExitCode.BAD_INPUT, checks=checks, message=problem)
     items, problem = validation_gate(scenario, opts.validate, run.validation, require=opts.require_validation,
                                      say=say)
     checks += items
     if problem is not None:
-        return RunResult(run.root, EXIT_BAD_INPUT, checks=checks, message=problem)
+        return RunResult(run.root, ExitCode.BAD_INPUT, checks=checks, message=problem)
     ctx = RunContext(scenario=scenario, run=run, run_id=run_id, manifest=manifest, host=opts.host,
                      secrets=secret_values(scenario.engine.env), say=say, allow_unpinned=opts.allow_unpinned,
                      scenario_dir=_scenario_dir(manifest))
@@ -204,12 +201,12 @@ def _attempt_arm(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], wh
         except ArmInterrupted:
             ctx.record_arm(runner.arm.name, "interrupted")
             ctx.say(f"interrupted: every server stopped; resume with {resume}")
-            return RunResult(root, EXIT_INTERRUPTED, checks=checks,
+            return RunResult(root, ROLLOUT_INTERRUPTED, checks=checks,
                              message=f"interrupted during {what}; resume with {resume}")
     except KeyboardInterrupt:  # the second Ctrl-C / SIGTERM (harness.run.signals): force the stop
         return _forced_stop(ctx, runner, checks, what)
     if result.status == "failed" and result.cause == "harness":
-        return RunResult(root, EXIT_FAILED, checks=checks, message=_harness_failure(result, what, root))
+        return RunResult(root, ExitCode.FAILED, checks=checks, message=_harness_failure(result, what, root))
     return result
 
 
@@ -241,7 +238,7 @@ def _forced_stop(ctx: RunContext, runner: ArmRunner, checks: list[CheckItem], wh
     message = (f"second interrupt: forced stop during {what}; {servers}; resume with "
                f"`harness run --resume {ctx.run.root}`")
     ctx.say(message)
-    return RunResult(ctx.run.root, EXIT_INTERRUPTED, checks=checks, message=message)
+    return RunResult(ctx.run.root, ROLLOUT_INTERRUPTED, checks=checks, message=message)
 
 
 def _run_noise_floor(ctx: RunContext, scenario: Scenario, finished: set[str], done_steps: dict[str, int],

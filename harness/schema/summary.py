@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import AliasChoices, Field
 
+from harness.core.exit_codes import VERDICT_EXIT_CODES
 from harness.schema.base import SchemaModel as _Model
 from harness.schema.capacity import CapacitySection
 from harness.schema.cold_start import ColdStart, HitPrediction
@@ -41,7 +42,7 @@ from harness.schema.windows import WindowPoint
 SCHEMA_VERSION = 6
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
-EXIT_CODES: dict[str, int] = {"go": 0, "no-go": 1, "hold": 3, "failed": 4, "slo-unmet": 5}
+EXIT_CODES = VERDICT_EXIT_CODES  # the one verdict -> exit status mapping, under the name the decision reads
 
 
 class HitTokens(_Model):

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
+from harness.core.exit_codes import ExitCode
 from harness.trace.analysis import DEFAULT_SHARES, AnalysisOptions, TraceAnalysis, analyze
 from harness.trace.html import write_html
 from harness.trace.mooncake import TraceFormatError
@@ -31,9 +32,6 @@ from harness.trace.units import (
     parse_capacities,
     parse_capacity,
 )
-
-EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 
 trace_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
 
@@ -221,7 +219,7 @@ def analyze_trace_command(
                 raise BadInput(f"--html {html_out}: cannot write ({exc.strerror or exc})") from None
     except BadInput as exc:
         err.print(Text("error: ", style="bold red") + Text(str(exc)), highlight=False, soft_wrap=True)
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(ExitCode.BAD_INPUT) from None
     if json_out:
         typer.echo(json.dumps(result.document, indent=2, allow_nan=False))
     else:

@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from harness.core.exit_codes import ExitCode
 from harness.host import owner, watchdog
 from harness.host.owner import ProcessRef, current, parse_pid_start, process_alive
 
@@ -69,7 +70,7 @@ def test_a_watchdog_keeps_its_process_through_a_clock_step() -> None:
             assert child.poll() is None, "the watchdog took a clock step for its parent's death"
             parent.kill()
             parent.wait(timeout=10)
-            assert child.wait(timeout=10) == watchdog.EXIT_ORPHANED
+            assert child.wait(timeout=10) == ExitCode.FAILED  # orphaned: the run it served has failed
         finally:
             if child.poll() is None:
                 child.kill()
