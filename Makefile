@@ -52,8 +52,9 @@ benchmark: $(STAMP) ## GPU boxes: run the real vLLM CPU-tier pilot (BENCH_SCENAR
 	@$(HARNESS) run $(BENCH_SCENARIO) --out $(RESULTS) $(BENCH_VALIDATION) \
 	  $(if $(BENCH_IMAGE),--set engine.image=$(BENCH_IMAGE)) $(if $(BENCH_MODEL),--set engine.model=$(BENCH_MODEL))
 
+# The benchmarks live in tools/ (outside the installed package) and run from the repository root.
 perf: $(STAMP) ## print performance figures (load path, analysis, simulator, report); exit 1: a goal missed, 3: a figure not measured
-	$(PY) -m harness.perf
+	$(PY) -m tools.perf
 
 # make decision-bench: the statistics' calibration on the virtual clock (coverage, bias, A/A false go/no-go, power;
 # docs/statistics.md "Calibration"); at most DECISION_MINUTES of rollouts started, over DECISION_JOBS processes.
@@ -65,17 +66,17 @@ DECISION_COVERAGE_RUNS ?= 60
 # the verdict rows' steps: 10 modelled seconds cannot resolve the p99 rule (docs/statistics.md, "Calibration")
 DECISION_STEP_S ?= 33
 decision-bench: $(STAMP) ## calibration of the statistics over many simulated rollouts on the virtual clock (~15-20 min on 2 cores)
-	$(PY) -m harness.decision_bench.calibrate --out $(RESULTS)/decision-bench --jobs $(DECISION_JOBS) \
+	$(PY) -m tools.decision_bench.calibrate --out $(RESULTS)/decision-bench --jobs $(DECISION_JOBS) \
 	  --max-minutes $(DECISION_MINUTES) --aa-runs $(DECISION_AA_RUNS) --benefit-runs $(DECISION_BENEFIT_RUNS) \
 	  --coverage-runs $(DECISION_COVERAGE_RUNS) --decision-step-s $(DECISION_STEP_S)
 
 COVERAGE_ROLLOUTS ?= 400
 coverage-bench: $(STAMP) ## coverage of the ratio intervals (iid vs block bootstrap) on correlated synthetic series (~30 min on one core)
-	$(PY) -m harness.stats.coverage --rollouts $(COVERAGE_ROLLOUTS) --json $(RESULTS)/coverage-bench.json
+	$(PY) -m tools.bench.coverage --rollouts $(COVERAGE_ROLLOUTS) --json $(RESULTS)/coverage-bench.json
 
-lint: $(STAMP) ## ruff and mypy --strict
-	$(VENV)/bin/ruff check harness tests
-	$(VENV)/bin/mypy harness
+lint: $(STAMP) ## ruff and mypy --strict (the product, tools/ and tests/support/)
+	$(VENV)/bin/ruff check harness tools tests
+	$(VENV)/bin/mypy harness tools tests/support
 
 cleanup: $(STAMP) ## stop and remove servers/containers of runs whose harness process is gone (never a live run)
 	$(HARNESS) cleanup --all-stale

@@ -35,9 +35,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
+from harness.decision.findings import baseline_finding, failure_finding, finding, not_run_finding
 from harness.decision.rules.load_host import REASON as HOST_CONTENDED
+from harness.schema.findings import Finding, FindingRole
 from harness.schema.summary import EXIT_CODES, ArmFailure, ArmSummary, Decision, RuleResult, Verdict
 
 HOLD_KINDS = ("earns_keep", "causal", "fit")
@@ -104,61 +106,87 @@ def first_hold(rules: Sequence[RuleResult]) -> RuleResult | None:
     return min(holds, key=_hold_rank) if holds else None
 
 
-def _ranked(items: list[tuple[RuleResult, str]], rank: Callable[[RuleResult], float]) -> list[str]:
-    return [text for _, text in sorted(items, key=lambda item: rank(item[0]))]
+class ArmDecision(NamedTuple):
+    """One arm's decision, its reasons (sentences, deciding first) and the same reasons as data (findings, in the
+    same order)."""
+
+    decision: Decision
+    reasons: list[str]
+    findings: list[Finding]
 
 
 def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rules: Sequence[RuleResult],
-               prev_name: str | None, hints: Mapping[tuple[str, int | None], str] | None = None
-               ) -> tuple[Decision, list[str]]:
-    """The decision and its reasons (sentences with numbers) for one arm (``rules`` marked by :func:`mark_shared`),
-    the deciding rule first. ``hints``: by (rule, step), what more load would settle an open comparison
-    (:func:`harness.decision.effects.settle_hints`); appended to the reason of that unresolved rule."""
+               prev_name: str | None, hints: Mapping[tuple[str, int | None], str] | None = None) -> ArmDecision:
+    """The decision, its reasons (sentences with numbers) and its findings for one arm (``rules`` marked by
+    :func:`mark_shared`), the deciding rule first. ``hints``: by (rule, step), what more load would settle an open
+    comparison (:func:`harness.decision.effects.settle_hints`); appended to the reason of that unresolved rule."""
     if failure is not None and failure.phase == "harness":
-        return "failed", [f"not judged: the harness itself failed (not the server, not the tier): {failure.message}; "
-                          "`harness run --resume` redoes this arm"]
+        return ArmDecision("failed", [f"not judged: the harness itself failed (not the server, not the tier): "
+                                      f"{failure.message}; `harness run --resume` redoes this arm"],
+                           [failure_finding(failure)])
     if failure is not None:
-        return "failed", [f"could not be judged: failed during {failure.phase}: {failure.message}"]
+        return ArmDecision("failed", [f"could not be judged: failed during {failure.phase}: {failure.message}"],
+                           [failure_finding(failure)])
     if not ran:
-        return "skipped", ["not run (excluded by --only, or the run stopped before it)"]
+        return ArmDecision("skipped", ["not run (excluded by --only, or the run stopped before it)"],
+                           [not_run_finding()])
     hints = hints or {}
-    deciding = [r for r in rules if not r.dry_run]
-    dry = [f"(dry run, not deciding) {r.rule}: {r.message}" for r in rules if r.dry_run and r.status == "breach"]
+    indexed = list(enumerate(rules))
+    deciding = [(i, r) for i, r in indexed if not r.dry_run]
+    dry = [(i, r, f"(dry run, not deciding) {r.rule}: {r.message}") for i, r in indexed
+           if r.dry_run and r.status == "breach"]
     if is_baseline:
-        breaches = [f"{r.rule}: {r.message}" for r in deciding if r.status == "breach"]
-        return "baseline", ["the GPU-only baseline every tier is compared with", *breaches, *dry]
-    vetoes: list[tuple[RuleResult, str]] = []
-    holds: list[tuple[RuleResult, str]] = []
-    shared: list[str] = []
-    warnings: list[str] = []  # tier-health warnings: reported, never deciding
-    for r in deciding:
+        breaches = [(i, r, f"{r.rule}: {r.message}") for i, r in deciding if r.status == "breach"]
+        return ArmDecision("baseline", ["the GPU-only baseline every tier is compared with",
+                                        *[t for _, _, t in [*breaches, *dry]]],
+                           [baseline_finding(), *[finding(r, i, "baseline") for i, r, _ in [*breaches, *dry]]])
+    vetoes: list[_Item] = []
+    holds: list[_Item] = []
+    shared: list[_Item] = []
+    warnings: list[_Item] = []  # tier-health warnings and host-contended comparisons: reported, never deciding
+    for i, r in deciding:
         role = _role(r)
         if r.status == "not-applicable" and r.reason_code == HOST_CONTENDED:
-            warnings.append(f"not deciding — {r.rule}: {r.message}")
+            warnings.append((i, r, "not-deciding", f"not deciding — {r.rule}: {r.message}"))
         elif role == "warning":
-            warnings.append(f"warning (not deciding) — {r.rule}: {r.message}")
+            warnings.append((i, r, "warning", f"warning (not deciding) — {r.rule}: {r.message}"))
         elif role == "shared":
-            shared.append(f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this budget too: the "
-                          "SLO is not met by any arm, so the tier is not the cause")
+            shared.append((i, r, "shared", f"{r.rule}: {r.message} — {prev_name or 'the baseline'} breaks this "
+                           "budget too: the SLO is not met by any arm, so the tier is not the cause"))
         elif role == "veto":
-            vetoes.append((r, f"{'critical rule ' if r.critical else ''}{r.rule}: {r.message}"))
+            vetoes.append((i, r, "veto", f"{'critical rule ' if r.critical else ''}{r.rule}: {r.message}"))
         elif role == "hold" and r.status == "unresolved":
             hint = hints.get((r.rule, r.step)) if r.reason_code != HOST_CONTENDED else None  # not load's to settle
-            holds.append((r, f"{r.rule} unresolved: {r.message}" + (f" — to settle it: {hint}" if hint else "")))
+            holds.append((i, r, "hold", f"{r.rule} unresolved: {r.message}"
+                          + (f" — to settle it: {hint}" if hint else "")))
         elif role == "hold":
             not_critical = " (not critical)" if r.kind == "budget" else ""
-            holds.append((r, f"{r.rule}{not_critical}: {r.message}"))
+            holds.append((i, r, "hold", f"{r.rule}{not_critical}: {r.message}"))
     held = _ranked(holds, _hold_rank)
+    dry_items: list[_Item] = [(i, r, "not-deciding", text) for i, r, text in dry]
     if vetoes:
-        return "no-go", [*_ranked(vetoes, lambda r: _HARM_ORDER.get(r.kind, len(_HARM_ORDER))), *held, *shared,
-                         *warnings, *dry]
+        return _decided("no-go", [*_ranked(vetoes, lambda r: _HARM_ORDER.get(r.kind, len(_HARM_ORDER))), *held,
+                                  *shared, *warnings, *dry_items])
     if holds:
-        return "hold", [*held, *shared, *warnings, *dry]
-    passes = _ranked([(r, f"{r.rule}: {r.message}") for r in deciding if r.status == "pass"],
+        return _decided("hold", [*held, *shared, *warnings, *dry_items])
+    passes = _ranked([(i, r, "pass", f"{r.rule}: {r.message}") for i, r in deciding if r.status == "pass"],
                      lambda r: _PASS_ORDER.get(r.kind, len(_PASS_ORDER)))
     if shared:
-        return "slo-unmet", [*shared, *passes, *warnings, *dry]
-    return "go", [*passes, *warnings, *dry] or ["no rule objected"]
+        return _decided("slo-unmet", [*shared, *passes, *warnings, *dry_items])
+    items = [*passes, *warnings, *dry_items]
+    return _decided("go", items) if items else ArmDecision("go", ["no rule objected"], [])
+
+
+_Item = tuple[int, RuleResult, FindingRole, str]
+
+
+def _ranked(items: list[_Item], rank: Callable[[RuleResult], float]) -> list[_Item]:
+    return sorted(items, key=lambda item: rank(item[1]))
+
+
+def _decided(decision: Decision, items: Sequence[_Item]) -> ArmDecision:
+    """The decision with its reasons and findings from one ordered list."""
+    return ArmDecision(decision, [text for *_, text in items], [finding(r, i, role) for i, r, role, _ in items])
 
 
 def verdict(arms: Sequence[ArmSummary]) -> VerdictResult:

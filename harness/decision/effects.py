@@ -35,6 +35,7 @@ from harness.decision.evaluate import ArmEvaluation, RegressionComparison
 from harness.decision.rules.keep import KeepComparison, KeepEvaluation
 from harness.decision.rules.load_host import REASON as HOST_CONTENDED
 from harness.plan.power.resolve import duration_for
+from harness.schema.findings import SettlePlan, SettleWay
 from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.summary import Decision, EffectRow, RuleResult, StepSummary
 from harness.stats.intervals import min_samples_to_resolve
@@ -95,7 +96,8 @@ def keep_rows(ev: KeepEvaluation, rule_label: str, min_improvement: float, versu
             "deciding": ev.winner is c, "n": c.n_mine, "n_versus": c.n_theirs,
             "source": _source(c.step, c.n_mine, c.n_theirs, versus, c.ci),
             "reason_code": HOST_CONTENDED if c.contended is not None else None})
-        rows.append(row.model_copy(update={"settle": settle_text(row, c.step)}) if outcome in OPEN else row)
+        rows.append(row.model_copy(update={"settle": settle_text(row, c.step), "settle_plan": settle_plan(row, c.step)})
+                    if outcome in OPEN else row)
     return rows
 
 
@@ -127,7 +129,8 @@ def regression_rows(comparisons: Sequence[RegressionComparison], versus: str) ->
             "limit_text": bounds.limit_text(), "outcome": outcome, "reason_code": c.result.reason_code,
             "n": c.n_mine, "n_versus": c.n_base, "source": _source(c.step, c.n_mine, c.n_base, versus, ci)})
         if outcome in OPEN:
-            row = row.model_copy(update={"settle": settle_text(row, c.step, needed=c.needed)})
+            row = row.model_copy(update={"settle": settle_text(row, c.step, needed=c.needed),
+                                         "settle_plan": settle_plan(row, c.step, needed=c.needed)})
         rows.append(row)
     return rows
 
@@ -218,6 +221,37 @@ def settle_text(row: EffectRow, step: StepSummary, *, needed: int | None = None)
         return (f"with the effect as measured, more than {MAX_SETTLE_FACTOR:.0f}x the requests would {way}: in "
                 "practice more load does not settle it")
     return f"with the effect as measured, {_more(step, max(n, 1), max(factor, 1.0))} would {way}"
+
+
+_WAYS: dict[str, SettleWay] = {"show the improvement": "show-improvement", "show it short of the limit": "show-short",
+                               "show the harm": "show-harm", "show it within the limit": "show-within"}
+
+
+def settle_plan(row: EffectRow, step: StepSummary, *, needed: int | None = None) -> SettlePlan | None:
+    """:func:`settle_text` as figures: which way more load would settle an open row, and how much (None for a
+    settled row)."""
+    if row.outcome not in OPEN:
+        return None
+    n = min(row.n or 0, row.n_versus or 0)
+    rate = n / step.duration_s if step.duration_s > 0 and n > 0 else None
+
+    def load(factor: float, way: SettleWay) -> SettlePlan:
+        want = math.ceil(n * factor)
+        return SettlePlan(by_load=True, way=way, factor=round(factor, 3), requests=want,
+                          seconds=duration_for(want, rate) if rate else None, step_seconds=step.duration_s)
+
+    if row.outcome == "not judged" or not row.interval.resolved:
+        q = _percentile_of(row.measure)
+        want = needed if needed is not None else (
+            min_samples_to_resolve(q, row.interval.confidence) if q is not None else None)
+        if want is None or n <= 0:
+            return SettlePlan(by_load=False, way="resolve-interval")
+        return None if want <= n else load(want / n, "resolve-interval")
+    factor, way = settle_factor(row)
+    if factor is None or factor > MAX_SETTLE_FACTOR:
+        return SettlePlan(by_load=False, way=_WAYS.get(way), factor=None if factor is None else round(factor, 1))
+    n = max(n, 1)
+    return load(max(factor, 1.0), _WAYS[way])
 
 
 def keep_settle(rows: Sequence[EffectRow]) -> str | None:

@@ -27,9 +27,10 @@ from scipy.stats import mannwhitneyu
 from harness.analysis.latency import chunk_gaps, float_column
 from harness.config.rules import KeepMeasure, LatencyMetric, RegressionRule, SloSpec
 from harness.decision.bounds import FLOOR_ABOVE_TOLERANCE, RegressionBounds
+from harness.schema.findings import ReasonCode
 from harness.schema.intervals import RatioCI
 from harness.schema.steady import SteadyState
-from harness.schema.summary import ReasonCode, RuleResult
+from harness.schema.summary import RuleResult
 from harness.stats.intervals import invert, min_samples_to_resolve, quantile_ratio, sum_ratio
 
 F64 = npt.NDArray[np.float64]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -213,22 +214,29 @@ def calibration_of(events: Sequence[ArmEvent], arm: str) -> TokenCalibration | N
     return found
 
 
-def attach_proofs(scenario: Scenario, arms: Sequence[ArmSummary], all_df: pd.DataFrame,
-                  validation: ValidationRecord | None, proofs: Mapping[str, ColdStart | None],
-                  events: Sequence[ArmEvent], warnings: list[str]) -> list[FitItem]:
-    """Set every arm's ``cold_start`` and ``hit_prediction``; returns the fit items, adds the baseline's warning."""
+@dataclass(frozen=True)
+class Proven:
+    """The arms with their ``cold_start`` and ``hit_prediction``, the fit items the predictions add, and the
+    baseline's warm-start warning (if any)."""
+
+    arms: list[ArmSummary]
+    items: list[FitItem]
+    warnings: list[str]
+
+
+def with_proofs(scenario: Scenario, arms: Sequence[ArmSummary], all_df: pd.DataFrame,
+                validation: ValidationRecord | None, proofs: Mapping[str, ColdStart | None],
+                events: Sequence[ArmEvent]) -> Proven:
+    """Every arm with its proof of state at the start and its predicted vs measured hits (copies)."""
     items: list[FitItem] = []
     by_name = {a.name: a for a in scenario.arms}
+    out: list[ArmSummary] = []
     for summary in arms:
-        arm = by_name[summary.name]
-        summary.cold_start = proofs.get(summary.name)
         rows = all_df[all_df["arm"] == summary.name] if not all_df.empty else all_df
-        summary.hit_prediction = hit_prediction(scenario, arm, rows, summary.steps, validation,
-                                                calibration_of(events, summary.name))
+        predicted = hit_prediction(scenario, by_name[summary.name], rows, summary.steps, validation,
+                                   calibration_of(events, summary.name))
+        out.append(summary.model_copy(update={"cold_start": proofs.get(summary.name), "hit_prediction": predicted}))
         if summary.tier != "gpu-only":
-            items += prediction_items(summary.name, summary.hit_prediction)
-    if arms:
-        warm = baseline_warning(arms[0].name, arms[0].cold_start)
-        if warm is not None:
-            warnings.append(warm)
-    return items
+            items += prediction_items(summary.name, predicted)
+    warm = baseline_warning(out[0].name, out[0].cold_start) if out else None
+    return Proven(out, items, [warm] if warm is not None else [])

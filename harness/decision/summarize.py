@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from harness.config import load_scenario
+from harness.config.arms import Arm
 from harness.config.scenario import Scenario
 from harness.decision.break_even import break_even
 from harness.decision.capacity_summary import capacity_section
@@ -22,13 +23,13 @@ from harness.decision.decide import decide_arm, mark_shared, verdict
 from harness.decision.drills import drill_results
 from harness.decision.effects import budget_hints, effect_rows, mark_deciding, settle_hints
 from harness.decision.evaluate import ArmData, ArmEvaluation, evaluate_arm, planned_steps
-from harness.decision.hit_prediction import attach_proofs
+from harness.decision.hit_prediction import with_proofs
 from harness.decision.live_config import live_config_checks
 from harness.decision.noise_floor import aa_name, noise_floor, statistics_note
 from harness.decision.records_check import missing_records, records_verdict
 from harness.decision.rules.causal import fit_rule
 from harness.decision.rules.fit import fit_screen, reuse_share
-from harness.decision.rules.load_host import mark_steps
+from harness.decision.rules.load_host import judged_steps
 from harness.decision.value import value_section
 from harness.rundir.attempts import counted_entries, counted_rows
 from harness.rundir.entries import ArmEvent, StepEntry
@@ -53,7 +54,7 @@ from harness.schema.summary import ArmFailure, ArmSummary, LaunchRecord, LoadTim
 from harness.schema.windows import WindowPoint
 from harness.scrape.catalog import catalog_for_engine
 from harness.scrape.series import load_scrapes
-from harness.scrape.telemetry.steps import attach_host
+from harness.scrape.telemetry.steps import with_host
 
 
 def _arm_status(events: list[ArmEvent], arm: str) -> tuple[bool, ArmFailure | None, dict[str, Any]]:
@@ -96,26 +97,29 @@ def _expected(missing: list[str], has_disk: bool) -> list[str]:
 
 
 def _server_side(run: RunDir, scenario: Scenario, arm_name: str, offload: bool, has_disk: bool,
-                 steps: list[StepSummary], spans: dict[int, StepEntry]) -> list[str]:
+                 steps: list[StepSummary], spans: dict[int, StepEntry]) -> tuple[list[StepSummary], list[str]]:
+    """The steps with the server's figures for each journaled span (copies), and the series found missing."""
     from harness.scrape.samples import describe_missing, step_server_stats  # pandas
 
     metrics_dir = run.metrics_dir(arm_name)
     if not metrics_dir.exists():
-        return []
+        return steps, []
     catalog = catalog_for_engine(scenario.engine.kind, scenario.engine.image, sim_flavor=scenario.engine.sim_flavor,
                                  version=scenario.engine.version)
     series = load_scrapes(metrics_dir)
     missing: list[str] = []
+    out: list[StepSummary] = []
     for step in steps:
         span = spans.get(step.index)
         if span is None:
+            out.append(step)
             continue
         server, hits = step_server_stats(series, catalog, span.start_ns, span.end_ns, offload=offload, tiered=has_disk)
-        server.missing = _expected(server.missing, has_disk)
-        hits.missing = _expected(hits.missing, has_disk)
-        step.server, step.hit_tokens = server, hits
+        server = server.model_copy(update={"missing": _expected(server.missing, has_disk)})
+        hits = hits.model_copy(update={"missing": _expected(hits.missing, has_disk)})
+        out.append(step.model_copy(update={"server": server, "hit_tokens": hits}))
         missing += describe_missing([*server.missing, *hits.missing])
-    return sorted(set(missing))
+    return out, sorted(set(missing))
 
 
 def _typical_prefix_tokens(df: pd.DataFrame) -> float | None:
@@ -139,24 +143,40 @@ def sim_lag_warning(arm: str, step: StepSummary, behind_s: float | None) -> str 
             "physics; this step's latencies and throughput are worse than the model by about that share")
 
 
-def _steps_with_spans(steps: list[StepSummary], spans: dict[int, StepEntry], arm: str,
-                      warnings: list[str]) -> None:
-    """Client health, planned duration and early stops from the step journal."""
+def _journaled(steps: list[StepSummary], spans: dict[int, StepEntry], arm: str
+               ) -> tuple[list[StepSummary], list[str]]:
+    """The steps with client health, planned duration, early stops and the simulator's lag from the step journal
+    (copies), and the warnings they raise."""
+    warnings: list[str] = []
+    out: list[StepSummary] = []
     for step in steps:
         span = spans.get(step.index)
         if span is None:
+            out.append(step)
             continue
+        update: dict[str, Any] = {"planned_duration_s": span.planned_duration_s, "ended_early": span.ended_early,
+                                  "stop_reason": span.stop_reason or None, "sim_behind_s": span.sim_behind_s}
         if span.client is not None and span.client.model_fields_set:  # an entry's client health, unless empty
-            step.client = span.client.model_copy(deep=True)
-            if step.client.saturated:
-                warnings.append(f"{arm} step {step.index}: load generator saturated ({step.client.note})")
-        step.planned_duration_s = span.planned_duration_s
-        step.ended_early = span.ended_early
-        step.stop_reason = span.stop_reason or None
-        step.sim_behind_s = span.sim_behind_s
-        lag = sim_lag_warning(arm, step, span.sim_behind_s)
+            update["client"] = span.client.model_copy(deep=True)
+            if update["client"].saturated:
+                warnings.append(f"{arm} step {step.index}: load generator saturated ({update['client'].note})")
+        journaled = step.model_copy(update=update)
+        out.append(journaled)
+        lag = sim_lag_warning(arm, journaled, span.sim_behind_s)
         if lag is not None:
             warnings.append(lag)
+    return out, warnings
+
+
+def _arm_steps(run: RunDir, scenario: Scenario, arm: Arm, steps: list[StepSummary],
+               spans: dict[int, StepEntry]) -> tuple[list[StepSummary], list[str], list[str]]:
+    """One arm's step table completed from the run directory, in order: the journal, host contention (judged on
+    the journal's figures), the server's scrapes, host telemetry. Returns (steps, warnings, missing series)."""
+    steps, warnings = _journaled(steps, spans, arm.name)
+    steps = judged_steps(scenario.rules.host_contention, steps)  # over the host-contention budget: never deciding
+    steps, missing = _server_side(run, scenario, arm.name, arm.tier != "gpu-only", bool(arm.fs_tiers()), steps,
+                                  spans)
+    return with_host(run.metrics_dir(arm.name), steps, spans), warnings, missing
 
 
 def _load_time(arm_steps: list[list[StepSummary]]) -> LoadTime:
@@ -168,7 +188,7 @@ def _load_time(arm_steps: list[list[StepSummary]]) -> LoadTime:
 
 def rebuild_summary(run_dir: Path) -> Summary:
     """Compute the summary from the files in ``run_dir``."""
-    from harness.analysis import analyze_arms, derive_latencies, load_requests
+    from harness.analysis import ArmTables, analyze_arms, derive_latencies, load_requests
 
     run = RunDir(run_dir)
     scenario = load_scenario(run.scenario)
@@ -191,20 +211,22 @@ def rebuild_summary(run_dir: Path) -> Summary:
     wins_by_arm: dict[str, list[WindowPoint]] = {}
     for arm in scenario.arms:
         table = tables.get(arm.name)
-        steps = table.steps if table is not None else []
         spans = {e.step: e for e in step_entries if e.arm == arm.name and e.step >= 0}
-        _steps_with_spans(steps, spans, arm.name, warnings)
-        mark_steps(scenario.rules.host_contention, steps)  # over the host-contention budget: never deciding
-        missing += _server_side(run, scenario, arm.name, arm.tier != "gpu-only", bool(arm.fs_tiers()), steps, spans)
-        attach_host(run.metrics_dir(arm.name), steps, spans)  # host telemetry per step (harness.scrape.telemetry)
+        steps, said, lost = _arm_steps(run, scenario, arm, table.steps if table is not None else [], spans)
+        warnings += said
+        missing += lost
+        if table is not None:
+            tables[arm.name] = ArmTables(steps, table.windows)
         data.append(ArmData(arm.name, df[df["arm"] == arm.name] if not df.empty else df, steps,
                             spans={i: (e.start_ns, e.end_ns) for i, e in spans.items()}, planned=planned))
         wins_by_arm[arm.name] = table.windows if table is not None else []
     aa = tables.get(aa_name(scenario.arms[0].name))
     if aa is not None:  # the A/A re-run's steps: host contention there sets no floor
         aa_spans = {e.step: e for e in step_entries if e.arm == aa_name(scenario.arms[0].name) and e.step >= 0}
-        _steps_with_spans(aa.steps, aa_spans, aa_name(scenario.arms[0].name), warnings)
-        mark_steps(scenario.rules.host_contention, aa.steps)
+        aa_steps, said = _journaled(aa.steps, aa_spans, aa_name(scenario.arms[0].name))
+        warnings += said
+        tables[aa_name(scenario.arms[0].name)] = ArmTables(
+            judged_steps(scenario.rules.host_contention, aa_steps), aa.windows)
     aa_spans_ns = {e.step: (e.start_ns, e.end_ns) for e in step_entries
                    if e.arm == aa_name(scenario.arms[0].name) and e.step >= 0}
     floor = noise_floor(scenario, tables, data[0], df, confidence, spans=aa_spans_ns)
@@ -228,12 +250,11 @@ def rebuild_summary(run_dir: Path) -> Summary:
         cold = cold_start_rule(proofs[scenario.arms[index].name])  # a start not shown cold holds the arm
         arms.append(_arm_summary(scenario, index, events, manifest, run, data[index], evaluated[index],
                                  fit_results + ([cold] if cold is not None else []), shared))
-    fit += attach_proofs(scenario, arms, all_df, validation, proofs, events, warnings)  # predicted vs measured hits
-    outcome = verdict(arms)
+    proven = with_proofs(scenario, arms, all_df, validation, proofs, events)  # predicted vs measured hits
+    arms, fit, warnings = proven.arms, fit + proven.items, warnings + proven.warnings
     gaps = missing_records(run, journaled, all_df)  # records the journal counts but that cannot be read
-    if gaps:
-        warnings += gaps
-        outcome = records_verdict(gaps)
+    warnings += gaps
+    outcome = records_verdict(gaps) if gaps else verdict(arms)  # unreadable records: no verdict about any tier
     drills = drill_results(run, scenario, all_df, journaled)
     capacity = capacity_section(scenario, all_df, step_entries)  # steps.search: informs, not in the verdict
     value = value_section(scenario, df, all_df, step_entries, arms, capacity, validation)  # value:, informs
@@ -271,13 +292,13 @@ def _arm_summary(scenario: Scenario, index: int, events: list[ArmEvent], manifes
     effects = effect_rows(evaluated, baseline=scenario.arms[0].name,
                           min_improvement=keep.min_improvement if keep is not None else None) \
         if index > 0 and failure is None else []  # an arm that could not be judged has no effect table
-    decision, reasons = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(data.steps),
+    decision, reasons, findings = decide_arm(is_baseline=index == 0, failure=failure, ran=ran or bool(data.steps),
                                    rules=rules, prev_name=scenario.arms[index - 1].name if index > 0 else None,
                                    hints={**settle_hints(effects),
                                           **budget_hints(scenario.rules.budgets, rules, data.steps,
                                                          scenario.rules.confidence)})
     effects = mark_deciding(effects, decision, rules)
-    return ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons,
+    return ArmSummary(name=arm.name, tier=arm.tier, decision=decision, reasons=reasons, findings=findings,
                       cpu_tier_bytes=arm.cpu_tier_bytes(), disk_tier_dirs=[t.root_dir for t in arm.fs_tiers()],
                       launch=_launch_record(manifest, arm.name, run, scenario.engine_for(arm).effective_launcher),
                       steps=data.steps, rules=rules, windows=evaluated.windows, failure=failure, effects=effects,

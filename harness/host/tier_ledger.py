@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core.atomic import write_text_atomic
 from harness.host.labels import DISK_TIER_MARKER
 from harness.host.markers import ledger_dir
 from harness.host.owner import current, parse_pid_start, process_alive
@@ -100,11 +101,7 @@ def _write_sessions(nonce: str, sessions: list[dict[str, Any]]) -> None:
     ledger = ledger_dir()
     ledger.mkdir(mode=0o700, exist_ok=True)
     target = _sessions_file(nonce)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps({"sessions": sessions[-MAX_SESSIONS:]}) + "\n")
-    os.replace(tmp, target)
+    write_text_atomic(target, json.dumps({"sessions": sessions[-MAX_SESSIONS:]}) + "\n", mode=0o600)
 
 
 def open_session(nonce: str, engine: str, run_id: str) -> int:
@@ -155,10 +152,20 @@ def _spans(sessions: list[dict[str, Any]], now_ns: int) -> list[tuple[int, int]]
 
 # --- contents ------------------------------------------------------------------------------------------------------
 
+class _Gone(Exception):
+    """The entry vanished between listing and reading it (an engine evicting): it is nobody's now."""
+
+
 def _sim_header(path: str) -> bool:
-    """The simulator's header, or a prefix of it (a file it is writing this instant: nothing else in it yet)."""
+    """The simulator's header, or a prefix of it (a file it is writing this instant: nothing else in it yet).
+
+    Raises ``_Gone`` when the file was deleted after it was listed: the simulator evicts chunks while the check runs
+    (the cache-loss drill checks a tier the running engine writes through), and a file that is no longer there is
+    neither the harness's nor anyone else's."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise _Gone(path) from exc
     except OSError:
         return False
     try:
@@ -207,7 +214,11 @@ def check_contents(path: Path, nonce: str) -> Contents:
                 info = os.lstat(full)
             except FileNotFoundError:
                 continue
-            if not (_sim_layout(parts, info, full) or any(a <= info.st_ctime_ns <= b for a, b in spans)):
+            try:
+                ours = _sim_layout(parts, info, full) or any(a <= info.st_ctime_ns <= b for a, b in spans)
+            except _Gone:
+                continue
+            if not ours:
                 foreign += 1
                 if len(shown) < SHOWN:
                     shown.append("/".join(parts))

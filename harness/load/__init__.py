@@ -15,7 +15,8 @@ it writes go through :mod:`harness.rundir.parts`.
 Module map: ``sse`` (stream decoding), ``client`` (HTTP backends), ``driver`` (timing, records), ``locust_users`` /
 ``master`` / ``locust_runner`` (the locust process), ``runners`` (warm locust processes, parent side), ``spec`` (the
 parent/runner contract), ``health`` (client saturation), ``step`` (the parent side), ``probe``, ``worker*``
-(distributed load workers), ``bench`` (``python -m harness.load.bench``). See ``docs/load.md``.
+(distributed load workers). The load generator's benchmark is ``python -m tools.bench.load`` (outside the package).
+See ``docs/load.md``.
 """
 
 from __future__ import annotations

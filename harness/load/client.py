@@ -7,7 +7,7 @@ Two backends with one interface, chosen by ``StepRun.client``:
   arrived (the kernel's receive time of the read that brought them where Linux gives one, else when that read
   returned: :mod:`harness.load.lines`) and when the parser got to it. Response headers, chunks and the first token
   are timed by arrival; the first token's parse time is kept too (the client's own delay is the difference).
-- ``httpx``: ``httpx`` over gevent-patched sockets, kept for comparison (``python -m harness.load.bench``
+- ``httpx``: ``httpx`` over gevent-patched sockets, kept for comparison (``python -m tools.bench.load``
   measures both; httpx costs several times more client CPU per token). Its times are those of each chunk's
   arrival in user space (``readable``).
 
@@ -40,6 +40,7 @@ from geventhttpclient.response import HTTPConnectionClosed, HTTPParseError
 from harness.core.net.caps import ERROR_BODY_MAX_BYTES
 from harness.load.lines import BodyLines, LineSplitter, LineTooLong, StampedSocket
 from harness.load.sse import READABLE, SseDecoder, StreamState, excerpt
+from harness.rundir.records import ErrorKind
 
 MAX_ERROR_BODY = ERROR_BODY_MAX_BYTES
 DRAIN_AFTER_DONE_S = 1.0
@@ -74,7 +75,7 @@ class Exchange:
         assert self.state is not None
         return self.state
 
-    def fail(self, kind: str, detail: str) -> None:
+    def fail(self, kind: ErrorKind, detail: str) -> None:
         """Record an error (the first one wins)."""
         if self.st.error_kind is None:
             self.st.error_kind = kind
@@ -108,7 +109,7 @@ class Timeouts:
 
 def _transport_failure(ex: Exchange, exc: BaseException) -> None:
     """A broken connection: ``incomplete`` once the response had begun, ``connection`` before."""
-    kind = "incomplete" if ex.first_byte_ns is not None else "connection"
+    kind: ErrorKind = "incomplete" if ex.first_byte_ns is not None else "connection"
     ex.fail(kind, f"{type(exc).__name__}: {exc}")
 
 
@@ -116,7 +117,7 @@ def _timed_out(ex: Exchange, request_s: float) -> None:
     ex.fail("timeout", f"no complete response within request_timeout_s={request_s:g}")
 
 
-def _status_kind(status: int) -> str:
+def _status_kind(status: int) -> ErrorKind:
     return "http_5xx" if status >= 500 else "http_4xx"
 
 

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from gevent.fileobject import FileObjectPosix
 
+from harness.core.atomic import write_text_atomic
 from harness.core.exit_codes import ExitCode
 from harness.host.watchdog import watch_parent
 from harness.load.locust_users import quiet_logging, run_local, warm_pyarrow
@@ -53,10 +54,7 @@ MAX_STEPS_PER_RUNNER = 100_000
 
 def _write_outcome(spec: StepSpec, outcome: RunnerOutcome) -> None:
     if spec.outcome_path:
-        path = Path(spec.outcome_path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(outcome.model_dump_json(), encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(Path(spec.outcome_path), outcome.model_dump_json())
 
 
 def _failed(spec: StepSpec, message: str) -> RunnerOutcome:
@@ -102,9 +100,7 @@ def cmd_run_over(request_path: Path) -> int:
         log.error("cannot tell the workers the run is over: %s: %s", type(exc).__name__, exc)
         told = -1
     with contextlib.suppress(OSError):
-        tmp = outcome.with_name(outcome.name + ".tmp")
-        tmp.write_text(json.dumps({"told": told}), encoding="utf-8")
-        tmp.replace(outcome)
+        write_text_atomic(outcome, json.dumps({"told": told}))
     return ExitCode.OK if told >= 0 else ExitCode.FAILED
 
 

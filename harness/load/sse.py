@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.rundir.records import ErrorKind
+
 _loads: Callable[[bytes], Any]
 try:  # orjson parses an event ~4x faster than json: ~30% less client CPU per token (docs/perf.md)
     import orjson
@@ -55,7 +57,7 @@ class StreamState:
     finish_reason: str | None = None
     done: bool = False
     done_ns: int | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     error_detail: str | None = None
 
     @property
@@ -81,7 +83,7 @@ class SseDecoder:
         self._data_source = PARSED
         self.state = StreamState()
 
-    def _fail(self, kind: str, detail: str) -> bool:
+    def _fail(self, kind: ErrorKind, detail: str) -> bool:
         if self.state.error_kind is None:
             self.state.error_kind = kind
             self.state.error_detail = detail[:MAX_DETAIL]
@@ -177,7 +179,7 @@ class SseDecoder:
     def _server_error(self, err: Any) -> bool:
         code = err.get("code") if isinstance(err, dict) else None
         message = err.get("message") if isinstance(err, dict) else err
-        kind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 else "http_5xx"
+        kind: ErrorKind = "http_4xx" if isinstance(code, int) and 400 <= code < 500 else "http_5xx"
         return self._fail(kind, f"error event in the stream: {excerpt(str(message))}")
 
     def finish(self) -> StreamState:

@@ -9,5 +9,7 @@ Entry points (import from the submodules; this package imports nothing so the CL
 * :func:`harness.report.index.write_index`
 * :func:`harness.report.compare.compare_summaries`
 * :mod:`harness.report.commands`: ``report_command``, ``make_report_command``, ``compare_command``, ``index_command``
-* :func:`harness.report.sample.sample_summary` and :func:`harness.report.bench.bench_render`
+
+Sample summaries for tests live outside the package (``tests/support/sample.py``); the render benchmark is
+``python -m tools.bench.report``.
 """

@@ -14,8 +14,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.typing import LineStyleType
 
+from harness.core.svg import HIT_COLOURS, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.report import charts_ci
-from harness.report.svg import HIT_COLOURS, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.schema.summary import ArmSummary, StepSummary, Summary
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from matplotlib.lines import Line2D
 
+from harness.core.svg import SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.report import charts_ci
 from harness.report.charts import Chart
-from harness.report.svg import SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.schema.capacity import CapacityProbe
 from harness.schema.summary import Summary
 

@@ -10,9 +10,9 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from harness.core.svg import BREACH_COLOUR, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.report import charts_ci
 from harness.report.charts import Chart, load_label
-from harness.report.svg import BREACH_COLOUR, SLO_COLOUR, arm_colour, chart_style, new_figure, short, to_svg
 from harness.schema.intervals import QuantileCI
 from harness.schema.summary import ArmSummary, Summary
 

@@ -10,6 +10,7 @@ from harness.report.charts_capacity import capacity_chart
 from harness.report.charts_time import hit_class_chart, windows_chart
 from harness.report.fmt import verdict_title
 from harness.report.forest import forest_plot
+from harness.report.headline import headline
 from harness.report.links import raw_links
 from harness.report.templating import html_env, slug
 from harness.schema.summary import Summary
@@ -28,6 +29,6 @@ def render_html(summary: Summary, run_dir: Path | None = None) -> str:
     """The report page as text (``run_dir`` only decides which raw-file links exist)."""
     template = html_env().get_template("report.html.j2")
     arm_ids = [f"arm-{i}-{slug(arm.name)}" for i, arm in enumerate(summary.arms)]
-    return template.render(s=summary, verdict_title=verdict_title(summary), charts=build_charts(summary),
-                           links=raw_links(summary, run_dir), arm_ids=arm_ids,
+    return template.render(s=summary, verdict_title=verdict_title(summary), headline=headline(summary),
+                           charts=build_charts(summary), links=raw_links(summary, run_dir), arm_ids=arm_ids,
                            forest=forest_plot(summary))

@@ -34,6 +34,7 @@ from harness.report import prediction
 from harness.report.effects import break_even_line, effect_lines, effect_views
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
+from harness.report.headline import headline
 from harness.report.validation import validation_banner, validation_rows
 from harness.schema.summary import ArmSummary, DrillResult, RuleResult, Summary
 
@@ -253,11 +254,12 @@ def render_junit(summary: Summary) -> str:
     run = _Suite(root, "run", props)
     if summary.prediction is not None:
         run.case("run.prediction", "PREDICTED", out=prediction.case_text(summary), props=prediction.properties(summary))
-    verdict_text = f"{summary.verdict}: {summary.verdict_reason}"
+    head = headline(summary).text  # the message CI shows first; the verdict's full reasoning follows in the body
+    verdict_text = f"{head}\n\n{summary.verdict}: {summary.verdict_reason}"
     if summary.verdict in _BAD:
-        run.case("run", "verdict", outcome="failure", message=verdict_text)
+        run.case("run", "verdict", outcome="failure", message=head, body=verdict_text)
     elif summary.verdict in ("hold", "slo-unmet"):
-        run.case("run", "verdict", outcome="skipped", message=verdict_text)
+        run.case("run", "verdict", outcome="skipped", message=head, out=verdict_text)
     else:
         run.case("run", "verdict", out=verdict_text)
     _slo_case(run, summary)

@@ -3,7 +3,7 @@
 Two environments share the loader and filters:
 
 * HTML (``*.html.j2``): autoescape, so every value from a summary (model and arm names, reasons, log lines,
-  commands) is HTML-escaped. Only chart SVG from :mod:`harness.report.svg` is :class:`~markupsafe.Markup`.
+  commands) is HTML-escaped. Only chart SVG from :mod:`harness.core.svg` is :class:`~markupsafe.Markup`.
 * Markdown (``*.md.j2``): autoescape too (GitHub renders entities, so ``<script>`` shows as text), and a
   ``finalize`` hook that backslash-escapes Markdown punctuation and flattens newlines, so a value cannot open a
   table cell, a link or a code span.

@@ -8,12 +8,11 @@ which files were replaced before it and which are as they were.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
+from harness.core.atomic import write_text_atomic
 from harness.report.junit import render_junit
 from harness.report.load import check_run_dir, load_summary
 from harness.report.markdown import render_markdown
@@ -60,25 +59,9 @@ def register_writer(name: str, filename: str, renderer: Renderer) -> None:
 
 
 def write_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename.
-
-    An ``OSError`` (disk full, say) names ``path`` (not the temporary file, which is removed)."""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="replace", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    """Write one report file atomically (:func:`harness.core.atomic.write_text_atomic`: an ``OSError`` names
+    ``path``)."""
+    return write_text_atomic(path, text)
 
 
 def write_reports(summary: Summary, run_dir: Path, only: Iterable[str] | None = None) -> dict[str, Path]:

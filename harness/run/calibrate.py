@@ -2,7 +2,7 @@
 
 For ``engine.kind: sim`` only. The baseline arm's simulator (the scenario's profile and flags, exactly the command
 the run would launch, parsed by the simulator's own command line) is started in-process
-(:func:`harness.sim.testing.running_sim`), and each level is driven for ``seconds`` with the harness's own load path
+(:func:`harness.sim.embedded.embedded_sim`), and each level is driven for ``seconds`` with the harness's own load path
 (:func:`harness.load.run_step`, the same request plan as the run). The rate is the step's successful requests over
 its planned seconds; the spread (lognormal sigma per metric, from p50 and p95) comes from the same requests. The
 server starts empty and the levels run back to back, so the first level sees a colder cache than the run will: the
@@ -27,7 +27,7 @@ from harness.plan.power.model import LevelRate, Throughput
 from harness.plan.power.rates import PowerInputError
 from harness.plan.power.resolve import sigma_from_quantiles
 from harness.sim.cli import sim_app
-from harness.sim.testing import SimStartError, running_sim
+from harness.sim.embedded import SimStartError, embedded_sim
 from harness.workload.tokens import calibrate_tokenizer
 
 DEFAULT_SECONDS = 5.0
@@ -99,7 +99,7 @@ def calibrate(scenario: Scenario, seconds: float = DEFAULT_SECONDS,
     prewarm_runner()
     try:
         with tempfile.TemporaryDirectory(prefix="harness-calibrate-") as tmp, \
-                running_sim(in_process=True, ready_timeout_s=30.0, **params) as sim:
+                embedded_sim(ready_timeout_s=30.0, **params) as sim:
             tokenizer = calibrate_tokenizer(sim.base_url, spec.served_model_name, 10.0)
             for index, level in enumerate(steps.levels):
                 if say is not None:

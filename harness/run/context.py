@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.config.scenario import Scenario
 from harness.config.secret_values import scenario_secret_values, without_references
+from harness.core.atomic import write_json_atomic
 from harness.host.facts import HostFacts
 from harness.rundir import journal
 from harness.rundir.entries import ArmEvent, StepEntry
@@ -58,4 +59,4 @@ class RunContext:
 
     def save_manifest(self) -> None:
         """Rewrite manifest.json atomically."""
-        journal.write_json_atomic(self.run.manifest, self.redactor.deep(self.manifest))
+        write_json_atomic(self.run.manifest, self.redactor.deep(self.manifest))

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 
 from harness.core.term import safe_text
+from harness.report.headline import headline
 from harness.secrets.redact import Redactor
 
 _VERDICT_STYLE = {"go": "bold green", "no-go": "bold red", "hold": "bold yellow", "failed": "bold red"}
@@ -41,8 +42,9 @@ class LiveOutput:
         self.console.print(f"[dim]{elapsed:7.1f}s[/] {self.shown(message)}", highlight=False, soft_wrap=True)
 
     def finish(self, result: Any) -> None:
-        """The verdict (with the recommended or breaking arm's break-even load), each arm's first reason (the rule
-        that decided it) and break-even load, where the report is, and what to do next."""
+        """The headline (:mod:`harness.report.headline`: the verdict, what the tier bought, what stopped a go and
+        what to do next), each arm's first reason (the rule that decided it) and break-even load, where the report
+        is."""
         summary = result.summary
         if summary is None:
             self.console.print(self.shown(result.message, multiline=True), highlight=False)
@@ -50,10 +52,11 @@ class LiveOutput:
                 self.console.print(f"run directory: {self.shown(result.run_dir)}")
             return
         style = _VERDICT_STYLE.get(summary.verdict, "bold")
-        sim = (" [bold magenta]" + ("PREDICTED · " if summary.prediction is not None else "") + "SIMULATED"
-               + (" (virtual clock)" if summary.clock == "virtual" else "") + "[/]" if summary.simulated else "")
-        self.console.print(f"\nverdict: [{style}]{self.shown(summary.verdict.upper())}[/]{sim} — "
-                           f"{self.shown(summary.verdict_reason)}", highlight=False)
+        sim = ("[bold magenta]" + ("PREDICTED · " if summary.prediction is not None else "") + "SIMULATED"
+               + (" (virtual clock)" if summary.clock == "virtual" else "") + " ·[/] " if summary.simulated else "")
+        head = headline(summary)
+        self.console.print(f"\n{sim}[{style}]{self.shown(head.lead)}[/] {self.shown(head.body)}", highlight=False,
+                           soft_wrap=True)
         for arm in summary.arms:
             first = arm.reasons[0] if arm.reasons else ""
             self.console.print(f"  {self.shown(arm.name):20} {self.shown(arm.decision):8} {self.shown(first)}",

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import Scenario, ScenarioError
+from harness.core.atomic import write_json_atomic, write_text_atomic
 from harness.core.exit_codes import ROLLOUT_INTERRUPTED, ExitCode
 from harness.plan.checks.runner import has_errors, run_checks
 from harness.plan.validate.gate import validation_gate
@@ -89,7 +90,7 @@ def run_rollout(scenario_path: Path | None, opts: RunOptions, *, say: Any = prin
 def _run_prepared(scenario: Scenario, run: RunDir, run_id: str, manifest: dict[str, Any], opts: RunOptions, *,
                   say: Any, cancel: threading.Event | None) -> RunResult:
     checks = run_checks(scenario, host=opts.host, mode="run", allow_unpinned=opts.allow_unpinned)
-    journal.write_json_atomic(run.checks, [c.model_dump() for c in checks])
+    write_json_atomic(run.checks, [c.model_dump() for c in checks])
     if has_errors(checks):
         errors = "\n".join(f"  {c.name}{' [' + c.arm + ']' if c.arm else ''}: {c.message}"
                            for c in checks if c.level == "error")
@@ -269,7 +270,7 @@ def finish(run: RunDir, opts: RunOptions, *, say: Any = print, checks: list[Chec
         render_run(run.root, summary)
         _rebuild_index(run.root.parent, say)
     else:
-        run.summary_json.write_text(summary_json_text(summary), encoding="utf-8")
+        write_text_atomic(run.summary_json, summary_json_text(summary))
     marked = "PREDICTED verdict" if summary.prediction is not None else "verdict"
     return RunResult(run.root, summary.exit_code, summary=summary, checks=checks,
                      message=f"{marked} {summary.verdict}: {summary.verdict_reason}")

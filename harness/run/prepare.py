@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.config import Scenario, load_scenario
 from harness.config.loader import scenario_hash
+from harness.core.atomic import write_json_atomic
 from harness.run.manifest import new_manifest
 from harness.run.options import BadRunInput, RunOptions
 from harness.run.scenario_record import load_recorded_scenario, recorded_scenario_yaml, resolve_flag_references
@@ -90,5 +91,5 @@ def prepare_run(scenario_path: Path | None, opts: RunOptions) -> tuple[Scenario,
         write_prediction(run.root, opts.prediction)
     manifest = new_manifest(run_id, scenario, scenario_hash(scenario), str(scenario_path))
     manifest["only"] = opts.only
-    journal.write_json_atomic(run.manifest, manifest)
+    write_json_atomic(run.manifest, manifest)
     return scenario, run, run_id, manifest

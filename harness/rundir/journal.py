@@ -123,19 +123,3 @@ def read_arm_events(run: RunDir, *, strict: bool = True) -> list[ArmEvent]:
 def read_drill_events(run: RunDir, *, strict: bool = True) -> list[DrillEvent]:
     """Every event of ``drill_events.jsonl`` in file order (``[]`` without one)."""
     return _read(run.drill_events, DrillEvent, strict)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON via a temporary file and rename, so readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)  # the old file (if any) is untouched; no half-written copy beside it
-        raise

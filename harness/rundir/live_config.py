@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.rundir import journal
+from harness.core.atomic import write_json_atomic
 from harness.rundir.bounded import read_json
 from harness.rundir.errors import ReportInputError
 from harness.rundir.layout import LIVE_CONFIG_DIR, RunDir
@@ -43,4 +43,4 @@ def write_record(run_root: Path, arm: str, record: dict[str, Any]) -> None:
     """Write (replace whole) an arm's record; the caller has redacted it."""
     path = record_path(run_root, arm)
     path.parent.mkdir(parents=True, exist_ok=True)
-    journal.write_json_atomic(path, record)
+    write_json_atomic(path, record)

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harness.core.atomic import atomic_path
 from harness.rundir.journal import read_step_entries
 from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA, RequestRecord
@@ -82,9 +83,8 @@ class PartWriter:
 
         def write() -> None:
             table = pa.Table.from_pylist(rows, schema=SCHEMA)
-            tmp = path.with_name("." + path.name + ".tmp")
-            pq.write_table(table, tmp)
-            os.replace(tmp, path)
+            with atomic_path(path) as tmp:
+                pq.write_table(table, tmp)
 
         self._run(write)
         self.parts.append(path)
@@ -148,7 +148,6 @@ def build_requests_parquet(run_dir: Path) -> Path:
     keys = table.select(["arm", "step", "drill", "attempt"]).to_pandas()
     superseded = superseded_mask(keys, read_step_entries(rd, strict=False))
     table = table.append_column(REQUESTS_SCHEMA.field(-1), pa.array(superseded, pa.bool_()))
-    tmp = rd.requests.with_name(f".{rd.requests.name}.tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, rd.requests)
+    with atomic_path(rd.requests) as tmp:
+        pq.write_table(table, tmp)
     return rd.requests

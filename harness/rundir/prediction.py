@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from harness.core.atomic import write_text_atomic
 from harness.core.input_files import InputFileError, read_text
 from harness.rundir.layout import RunDir
 from harness.schema.prediction import Prediction
@@ -31,7 +32,7 @@ class PredictionFileError(ValueError):
 def write_prediction(run_dir: Path, prediction: Prediction) -> Path:
     """Keep the record in the run directory."""
     path = RunDir(run_dir).prediction
-    path.write_text(prediction.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(path, prediction.model_dump_json(indent=2) + "\n")
     return path
 
 

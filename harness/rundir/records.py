@@ -15,16 +15,17 @@ columns existed have them empty: their arrival times are parse times.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+import types
+import typing
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Final, Literal, Union
 
 import pyarrow as pa
 
 ErrorKind = Literal[
     "timeout", "connection", "http_5xx", "http_4xx", "malformed_stream", "incomplete", "stalled", "cancelled",
 ]
-ERROR_KINDS: tuple[str, ...] = ("timeout", "connection", "http_5xx", "http_4xx", "malformed_stream", "incomplete",
-                                "stalled", "cancelled")
+ERROR_KINDS: Final[tuple[ErrorKind, ...]] = typing.get_args(ErrorKind)
 WARMUP_STEP = -1
 
 
@@ -57,7 +58,7 @@ class RequestRecord:
     output_tokens: int | None = None  # from usage (or chunk count when usage is absent)
     cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens; None when not reported
     http_status: int | None = None
-    error_kind: str | None = None
+    error_kind: ErrorKind | None = None
     error_detail: str | None = None
     response_id: str | None = None
     hash_ids: list[int] = field(default_factory=list)  # chained block hashes of the planned prompt
@@ -73,16 +74,28 @@ class RequestRecord:
         return asdict(self)
 
 
-SCHEMA = pa.schema([
-    ("arm", pa.string()), ("step", pa.int32()), ("step_label", pa.string()), ("concurrency", pa.int32()),
-    ("rate_rps", pa.float64()), ("user", pa.int32()), ("request_id", pa.string()), ("request_class", pa.string()),
-    ("prefix_family", pa.string()), ("session_id", pa.string()), ("turn", pa.int32()), ("api", pa.string()),
-    ("planned_send_ns", pa.int64()), ("send_ns", pa.int64()), ("send_wall_ns", pa.int64()),
-    ("first_byte_ns", pa.int64()), ("first_token_ns", pa.int64()), ("end_ns", pa.int64()),
-    ("chunk_ns", pa.list_(pa.int64())), ("prompt_tokens_target", pa.int32()), ("output_tokens_target", pa.int32()),
-    ("prompt_tokens", pa.int32()), ("output_tokens", pa.int32()), ("cached_tokens", pa.int32()),
-    ("http_status", pa.int32()), ("error_kind", pa.string()), ("error_detail", pa.string()),
-    ("response_id", pa.string()), ("hash_ids", pa.list_(pa.int64())), ("hash_block_tokens", pa.int32()),
-    ("drill", pa.string()), ("drill_phase", pa.string()), ("attempt", pa.int32()),
-    ("first_token_parsed_ns", pa.int64()), ("first_token_source", pa.string()),
-])
+def _arrow_type(name: str, hint: Any) -> pa.DataType:
+    """The Arrow type of one record field, from its annotation: ``*_ns`` times and lists of them int64, other ints
+    int32, floats float64, strings (and Literals of strings) string; ``X | None`` is X, nullable."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        (hint,) = args
+        args = list(typing.get_args(hint))
+    if typing.get_origin(hint) is list:
+        return pa.list_(pa.int64())
+    if typing.get_origin(hint) is Literal or hint is str:
+        return pa.string()
+    if hint is float:
+        return pa.float64()
+    if hint is int:
+        return pa.int64() if name.endswith("_ns") else pa.int32()
+    raise TypeError(f"RequestRecord.{name}: no Arrow type for {hint!r}")
+
+
+def _schema() -> pa.Schema:
+    hints = typing.get_type_hints(RequestRecord)
+    return pa.schema([(f.name, _arrow_type(f.name, hints[f.name])) for f in fields(RequestRecord)])
+
+
+SCHEMA: Final = _schema()
+"""The Arrow schema of the request parts, derived from :class:`RequestRecord` (one definition of the record)."""

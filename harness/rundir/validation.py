@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.rundir.journal import write_json_atomic
+from harness.core.atomic import write_json_atomic
 from harness.schema.validation import ArmValidation, ValidationRecord, unvalidated
 
 

@@ -20,6 +20,7 @@ from harness.core.exit_codes import VERDICT_EXIT_CODES
 from harness.schema.base import SchemaModel as _Model
 from harness.schema.capacity import CapacitySection
 from harness.schema.cold_start import ColdStart, HitPrediction
+from harness.schema.findings import Finding, ReasonCode, RuleKind, RuleStatus, SettlePlan
 from harness.schema.host_telemetry import HostStep
 from harness.schema.intervals import Percentiles, RatioCI
 from harness.schema.prediction import Prediction
@@ -39,7 +40,10 @@ from harness.schema.windows import WindowPoint
 # (the transient cut by MSER-5 and the window the comparisons use) and, on every ratio interval, the samples it
 # compared (``n``, ``n_versus``) and whether it was ``paired``; additive. Ratios are now computed on the steady-state
 # samples, unpaired in closed-loop steps, by a block bootstrap.
-SCHEMA_VERSION = 6
+# 7: per arm ``findings`` (its reasons as data: a code, the role in the decision, the rule, step, interval and bound;
+# harness.schema.findings) and, per open comparison, ``settle_plan`` (what more load would settle it, as figures);
+# additive: older summaries read with no findings.
+SCHEMA_VERSION = 7
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES = VERDICT_EXIT_CODES  # the one verdict -> exit status mapping, under the name the decision reads
@@ -176,16 +180,14 @@ class StepSummary(_Model):
     host_contended: HostContended | None = None  # over the host-contention budget (None: within it, or unmeasured)
 
 
-ReasonCode = Literal["floor-above-tolerance", "host-contended"]
 
 
 class RuleResult(_Model):
     """One rule's outcome for one arm."""
 
     rule: str
-    kind: Literal["budget", "regression", "earns_keep", "drill", "errors", "causal", "fit", "noise_floor",
-                  "tier_health"]
-    status: Literal["pass", "breach", "unresolved", "not-applicable"]
+    kind: RuleKind
+    status: RuleStatus
     critical: bool = False
     dry_run: bool = False
     step: int | None = None
@@ -238,6 +240,7 @@ class EffectRow(_Model):
     n_versus: int | None = None
     source: str = ""  # where the figure came from (records, step, method)
     settle: str | None = None  # a comparison the evidence did not settle: what more load would, as measured
+    settle_plan: SettlePlan | None = None  # the same as data (None for a settled comparison)
     reason_code: ReasonCode | None = None  # as RuleResult.reason_code: why the comparison could not decide
 
 
@@ -305,6 +308,7 @@ class ArmSummary(_Model):
     tier: Literal["gpu-only", "cpu", "tiered"]
     decision: Decision
     reasons: list[str] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)  # the reasons as data, deciding first (schema 7)
     cpu_tier_bytes: int = 0
     disk_tier_dirs: list[str] = Field(default_factory=list)
     launch: LaunchRecord | None = None

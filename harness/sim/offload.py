@@ -56,7 +56,7 @@ FS_PROBE_S = 1e-3
 DEFER = "defer"
 Tracer = Callable[[str, str, list[int]], None]
 """``trace(req_id, event, keys)``, event ``store``, ``evict``, ``promote``, ``promote_fail``, ``cascade`` or
-``alloc_fail``: what each request's calls did (the differential replay of :mod:`harness.sim.oracle` records it)."""
+``alloc_fail``: what each request's calls did (the differential replay of ``tools/sim_oracle`` records it)."""
 
 
 @dataclass

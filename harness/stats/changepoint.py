@@ -20,7 +20,7 @@ The rule (:func:`detect`), for a history of positive values in run order (oldest
    neighbours' windows merge and every test is rerun until each change point left stands. Each comes with its
    position (the first run at the new level), its p-value, and the medians of the raw values before and after.
 
-Measured by ``python -m harness.report.drift_bench`` (200 seeded histories per figure, each tested at 0.05/9): no
+Measured by ``python -m tools.bench.drift`` (200 seeded histories per figure, each tested at 0.05/9): no
 false positive in flat histories of 12-30 runs at 3-5% CV (1.5% at 60 runs, 5% CV); a 20% shift in the middle of 20+
 runs found at its run (within one) 99-100% of the time, five runs before the newest 97-100%, three before 78-96%;
 a whole scenario of nine flat histories raises an alarm 1.5-4.5% of the time (its family alpha is 0.05).

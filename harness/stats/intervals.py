@@ -10,7 +10,7 @@ quantile from above (``u > n``: a p99 from 40 requests) the percentile is **unre
 **Ratios** — a percentile bootstrap of the ratio of two quantiles, or of two sums over fixed durations
 (throughput), drawn by :mod:`harness.stats.resample` (``arch.bootstrap``): by default a **circular block
 bootstrap** over each series in its send order, since consecutive requests of a load step are correlated (the
-choice and its measured coverage: :mod:`harness.stats.coverage`, ``docs/statistics.md``). Two arms are independent
+choice and its measured coverage: ``tools/bench/coverage.py``, ``docs/statistics.md``). Two arms are independent
 samples: each is resampled by its own bootstrap, seeded from its own values, and replicate ``r`` of the ratio is
 replicate ``r`` of one over replicate ``r`` of the other. **Paired** samples (the same planned requests in both
 arms, aligned by the caller) are one bootstrap over both series, the same indices for both. Every interval carries

@@ -16,7 +16,7 @@ understates the variance of a statistic of a positively correlated series, so it
   which a heavy latency tail would dominate; ranks keep the dependence and drop the tail's weight. At least 1 and at
   most a tenth of the series; the circular bootstrap takes the rounded length.
 * **Paired** samples (the same requests in two arms) are one bootstrap over both series: the same indices for both.
-* **Which bootstrap**: chosen by measured coverage (:mod:`harness.stats.coverage`, ``docs/statistics.md``): on
+* **Which bootstrap**: chosen by measured coverage (``tools/bench/coverage.py``, ``docs/statistics.md``): on
   AR(1) lognormal latencies and M/M/1 sojourn times the iid bootstrap's nominal 95% intervals covered the true ratio
   35-78% of the time, the block bootstraps 81-95% (circular and stationary within a point of each other); the
   circular one is the default (:data:`harness.stats.intervals.DEFAULT_METHOD`).

@@ -13,5 +13,6 @@ Modules, one job each:
 - ``analysis``  reuse statistics, the curve summary and the ``--json`` document
 - ``html``      the self-contained HTML report
 - ``cli``       the ``harness analyze-trace`` command
-- ``bench``     the ``make perf`` benchmark (``python -m harness.trace.bench``)
+
+Its ``make perf`` benchmark is ``python -m tools.bench.trace`` (outside the package).
 """

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from harness.load.health import delay_percentiles, lag_stats_ms
 from harness.load.step import StepOutcome, StepRun
 from harness.rundir.parts import PartWriter, part_prefix
+from harness.rundir.records import ErrorKind
 from harness.schema.summary import ClientHealth
 from harness.sim.api import ApiError
 from harness.virtual.clock import PRIO_CLIENT, PRIO_OBSERVE, EventQueue
@@ -306,7 +307,7 @@ class VirtualStepDriver:
         self._client_end(ex, "stalled", f"no data for stream_idle_timeout_s={self.req.stream_idle_timeout_s:g} "
                          "(waiting for stream)")
 
-    def _client_end(self, ex: VirtualExchange, kind: str, detail: str) -> None:
+    def _client_end(self, ex: VirtualExchange, kind: ErrorKind, detail: str) -> None:
         """The client ends a request: the engine drops it (the connection closed)."""
         if ex.req is not None:
             self.engine.abort(ex.req)

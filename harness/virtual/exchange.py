@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from harness.load.sse import excerpt
 from harness.load.step import StepRun
-from harness.rundir.records import RequestRecord
+from harness.rundir.records import ErrorKind, RequestRecord
 from harness.sim.api import ApiError
 from harness.sim.request import ReqState, SimRequest
 from harness.workload.requests import PlannedRequest
@@ -37,7 +37,7 @@ class VirtualExchange:
         self.chunk_ns: list[int] = []
         self.end_ns: int | None = None
         self.http_status: int | None = None
-        self.error_kind: str | None = None
+        self.error_kind: ErrorKind | None = None
         self.error_detail: str | None = None
         self.req: SimRequest | None = None
         self.response: tuple[int, int, int] | None = None  # usage: prompt, completion, cached tokens
@@ -77,7 +77,7 @@ class VirtualExchange:
         self.error_detail = f"HTTP {exc.status}: {excerpt(exc.body())}"[:300]
         self.end_ns = now_ns
 
-    def fail(self, kind: str, detail: str, now_ns: int) -> None:
+    def fail(self, kind: ErrorKind, detail: str, now_ns: int) -> None:
         """The client ended the request (timeout, silence, a halt): the first failure wins."""
         if self.end_ns is not None:
             return

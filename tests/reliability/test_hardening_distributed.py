@@ -37,7 +37,7 @@ from harness.load import run_step, shutdown_runners
 from harness.plan.load_layout import describe_load
 from harness.rundir.attempts import counted_mask
 from harness.rundir.entries import StepEntry
-from harness.sim.testing import SimHandle, running_sim
+from tests.support.sim import SimHandle, running_sim
 
 HARNESS = str(Path(sys.executable).with_name("harness"))
 OFFSET_S = 2000

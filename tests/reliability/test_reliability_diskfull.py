@@ -21,6 +21,7 @@ from rel_support import small_tmpfs
 from typer.testing import CliRunner
 
 from harness.cli import app
+from harness.core.atomic import write_json_atomic
 from harness.run.options import RunOptions
 from harness.run.orchestrator import run_rollout
 from harness.rundir import journal
@@ -107,5 +108,5 @@ def test_journal_append_cut_by_a_full_disk_leaves_no_torn_line(tmp_path: Path,
     assert [e["step"] for e in journal.read(path)] == [0, 2]
     with pytest.raises(OSError):
         monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, "full")))
-        journal.write_json_atomic(tmp_path / "manifest.json", {"a": 1})
-    assert not list(tmp_path.glob("manifest.json*")), "no half-written manifest left beside"
+        write_json_atomic(tmp_path / "manifest.json", {"a": 1})
+    assert not list(tmp_path.glob("*manifest.json*")), "no half-written manifest (nor its temporary) left beside"

@@ -25,7 +25,7 @@ from harness.host.labels import DISK_TIER_MARKER
 from harness.run.options import RunOptions
 from harness.run.orchestrator import run_rollout
 from harness.secrets.redact import MASK
-from harness.sim.testing import LISTEN_PREFIX, sim_command, stop_process
+from tests.support.sim import LISTEN_PREFIX, sim_command, stop_process
 
 
 def _texts(path: Path) -> list[str]:

@@ -2,9 +2,12 @@
 
 Every import in ``harness/`` (module level, inside functions and under ``TYPE_CHECKING`` alike) is read from the
 source and checked against :data:`LAYERS`, the table of which package may import which (``docs/layout.md`` gives its
-reasons). Three more rules:
+reasons). More rules:
 
 * no module at ``harness/`` top level but ``cli.py``, ``__main__.py`` and the package's face ``__init__.py``;
+* the package holds only the product: no benchmark, oracle, sample summary or test helper (they live in ``tools/``
+  and ``tests/support/``, outside the wheel), and no harness module imports ``tools`` or ``tests``; ``tests/support``
+  imports only ``harness``, ``tools`` only ``harness``, itself and ``tests.support``;
 * no circle of imports between modules, of any length, whether the imports sit at module level or in functions;
 * an import of a harness module inside a function is allowed only where it defers a heavy or optional dependency
   (:data:`HEAVY`, which that module pulls in at module level, directly or through others), never to dodge a circle.
@@ -13,6 +16,8 @@ reasons). Three more rules:
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -22,6 +27,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "harness"
+TOOLS = ROOT / "tools"
+SUPPORT = ROOT / "tests" / "support"
 
 # Who may import whom: a package (the first name below ``harness.``) -> the packages it may import. Shared floors
 # first, then the pipeline's stages in order (each may import the stages before it), the conductor, the face and
@@ -43,7 +50,7 @@ _BELOW_STAGES = {"core", "schema", "secrets", "stats", "config", "host", "rundir
 STAGES = {
     "plan": _BELOW_STAGES,
     "launch": _BELOW_STAGES,
-    "load": _BELOW_STAGES | {"sim"},  # load.bench drives the simulator; the load path itself never does
+    "load": _BELOW_STAGES,
     "scrape": _BELOW_STAGES,
     "analysis": _BELOW_STAGES,
     "decision": _BELOW_STAGES | {"plan", "scrape", "analysis"},
@@ -53,8 +60,6 @@ STAGES = {
     "run": _BELOW_STAGES | {"sim", "plan", "launch", "load", "scrape", "virtual", "analysis", "decision", "report"},
 }
 WINGS = {
-    "perf": _BELOW_STAGES | {"sim", "load"},
-    "decision_bench": _BELOW_STAGES | {"analysis", "decision", "run"},  # calibration: the decision's own intervals
     "predict": _BELOW_STAGES | {"sim", "report", "run"},  # harness predict: a scenario mapped onto the simulator
 }
 FACE = {
@@ -64,6 +69,11 @@ FACE = {
 }
 LAYERS: dict[str, set[str]] = {**FLOORS, **STAGES, **WINGS, **FACE}
 TOP_LEVEL_MODULES = {"cli", "__main__", "__init__"}
+# Names no module or package inside harness/ may have: benchmarks, the simulator's oracle replay, sample summaries and
+# test helpers live in tools/ and tests/support/ (docs/layout.md, "Outside the package").
+NOT_PRODUCT = re.compile(r"perf|decision_bench|bench|\w+_bench|oracle|sim_oracle|sample|sample_\w+|testing")
+# What tools/ and tests/support/ may import of this repository (top-level names; outside packages are free).
+OUTSIDE = {"tools": {"harness", "tools", "tests.support"}, "tests.support": {"harness", "tests.support"}}
 
 # What an import inside a function may defer: heavy or optional dependencies (each costs a command that does not use
 # it 0.1 s or more at start-up, or patches the standard library), and the engines' own packages (imported only by
@@ -311,3 +321,47 @@ def test_the_checker_sees_what_it_must() -> None:
     found = {(i.source, i.target) for i in _harness_imports()}
     assert ("harness.cli", "harness.core.term") in found
     assert any(i.in_function and i.target == "pyarrow" for i in _imports())
+    assert all(NOT_PRODUCT.fullmatch(n) for n in ("perf", "bench", "drift_bench", "oracle", "sample_stats", "testing"))
+    assert not any(NOT_PRODUCT.fullmatch(n) for n in ("samples", "sampler", "embedded", "benchmark_notes"))
+    assert any(t.startswith("harness.") for _, _, t in _outside_imports(TOOLS))
+    assert any(t == "tests.support.sample" for _, _, t in _outside_imports(TOOLS))
+
+
+def test_the_package_holds_only_the_product() -> None:
+    found = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*")
+                   if (p.is_dir() or p.suffix == ".py") and p.name != "__pycache__"
+                   and NOT_PRODUCT.fullmatch(p.stem if p.is_file() else p.name))
+    assert not found, f"benchmarks and test tooling belong in tools/ or tests/support/, not the package: {found}"
+
+
+def test_no_harness_module_imports_tools_or_tests() -> None:
+    bad = [_where(i) for i in _imports() if i.target in ("tools", "tests")]
+    assert not bad, "the product never imports tools/ or tests/:\n" + "\n".join(bad)
+
+
+def _outside_imports(folder: Path) -> Iterator[tuple[Path, int, str]]:
+    """Every import of a module of this repository (harness, tools, tests) in ``folder``: (file, line, name)."""
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node, _ in _walk(tree, False):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                yield path, node.lineno, "." * node.level + (node.module or "")
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for name in names:
+                if name.split(".")[0] in ("harness", "tools", "tests"):
+                    yield path, node.lineno, name
+
+
+@pytest.mark.parametrize(("name", "folder"), [("tools", TOOLS), ("tests.support", SUPPORT)])
+def test_tools_and_test_support_import_only_what_they_may(name: str, folder: Path) -> None:
+    allowed = OUTSIDE[name]
+    bad = [f"{path.relative_to(ROOT)}:{line}: {target}" for path, line, target in _outside_imports(folder)
+           if not any(target == a or target.startswith(a + ".") for a in allowed)]
+    assert not bad, (f"{name} may import only {sorted(allowed)} of this repository (no relative imports):\n"
+                     + "\n".join(bad))
+
+
+def test_the_wheel_packages_only_harness() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert config["tool"]["setuptools"]["packages"]["find"]["include"] == ["harness*"]

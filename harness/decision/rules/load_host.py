@@ -50,10 +50,9 @@ def judge_step(spec: HostContentionSpec, step: StepSummary) -> HostContended | N
                          message="; ".join(parts))
 
 
-def mark_steps(spec: HostContentionSpec, steps: Sequence[StepSummary]) -> None:
-    """Set each step's ``host_contended`` from its figures (in place: the steps are the summary's own)."""
-    for step in steps:
-        step.host_contended = judge_step(spec, step)
+def judged_steps(spec: HostContentionSpec, steps: Sequence[StepSummary]) -> list[StepSummary]:
+    """The steps, each with its ``host_contended`` judged from its figures (copies; the inputs are unchanged)."""
+    return [step.model_copy(update={"host_contended": judge_step(spec, step)}) for step in steps]
 
 
 def contended_pairs(mine: Sequence[StepSummary], mine_name: str,

@@ -116,12 +116,12 @@ def host_step(rows: Sequence[Record], start_ns: int, end_ns: int) -> HostStep | 
                     disks=[_disk(root, span) for root in roots], gpus=gpus, gpu_note=gpu_note, notes=list(notes))
 
 
-def attach_host(metrics_dir: Path, steps: Sequence[StepSummary], spans: Mapping[int, StepEntry]) -> None:
-    """Set ``step.host`` for every step with a journaled span (its ``steps.jsonl`` entry) and host readings."""
+def with_host(metrics_dir: Path, steps: Sequence[StepSummary], spans: Mapping[int, StepEntry]
+              ) -> list[StepSummary]:
+    """The steps, each with a journaled span (its ``steps.jsonl`` entry) given its ``host`` telemetry from the
+    readings (copies; steps without a span or readings as they were)."""
     rows = load_readings(metrics_dir)
     if not rows:
-        return
-    for step in steps:
-        span = spans.get(step.index)
-        if span is not None:
-            step.host = host_step(rows, span.start_ns, span.end_ns)
+        return list(steps)
+    return [step.model_copy(update={"host": host_step(rows, span.start_ns, span.end_ns)})
+            if (span := spans.get(step.index)) is not None else step for step in steps]

@@ -19,11 +19,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "load"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # run as a script: tests.support from the repo root
 from load_it_helpers import step_run
 
 from harness.config.steps import StepLevel
 from harness.load import prewarm_runner, run_step, shutdown_runners
-from harness.sim.testing import running_sim
+from tests.support.sim import running_sim
 
 
 def one_step(base_url: str, records: Path, index: int, args: argparse.Namespace) -> str | None:

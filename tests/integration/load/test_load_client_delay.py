@@ -16,8 +16,8 @@ from harness.load.lines import KERNEL_STAMPS
 from harness.load.runners import prewarm_runner
 from harness.rundir.parts import build_requests_parquet
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import running_sim
 from harness.workload.tokens import calibrate_tokenizer
+from tests.support.sim import running_sim
 
 
 def test_records_carry_arrival_and_parse_times_and_a_step_over_budget_is_flagged(tmp_path: Path) -> None:

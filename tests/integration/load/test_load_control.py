@@ -15,8 +15,8 @@ from load_it_helpers import step_run
 from harness.config.steps import StepLevel
 from harness.load import prewarm_runner, run_step
 from harness.rundir.parts import build_requests_parquet, find_parts
-from harness.sim.testing import SimHandle, running_sim
 from harness.workload.plan import LoadConfigError
+from tests.support.sim import SimHandle, running_sim
 
 
 @pytest.fixture(scope="module")

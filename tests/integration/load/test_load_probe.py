@@ -13,7 +13,7 @@ import typer
 from typer.testing import CliRunner
 
 from harness.load.probe import probe, probe_command
-from harness.sim.testing import SimHandle, running_sim
+from tests.support.sim import SimHandle, running_sim
 
 app = typer.Typer()
 app.command()(probe_command)

@@ -16,7 +16,7 @@ from load_it_helpers import step_run
 from harness.config.steps import StepLevel
 from harness.load import prewarm_runner, run_step
 from harness.rundir.parts import build_requests_parquet
-from harness.sim.testing import SimHandle, running_sim
+from tests.support.sim import SimHandle, running_sim
 
 
 @pytest.fixture(scope="module")

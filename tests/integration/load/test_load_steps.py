@@ -18,8 +18,8 @@ from harness.load import StepOutcome, run_step
 from harness.load.runners import prewarm_runner
 from harness.rundir.parts import build_requests_parquet
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import running_sim
 from harness.workload.tokens import calibrate_tokenizer
+from tests.support.sim import running_sim
 
 LEVELS = [1, 4, 16]
 TTFT_ERROR_LIMIT_MS = 2.0

@@ -16,8 +16,8 @@ from harness.config.workload import WorkloadSpec
 from harness.load import prewarm_runner, run_step
 from harness.rundir.parts import build_requests_parquet
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import SimHandle, running_sim
 from harness.workload.tokens import calibrate_tokenizer
+from tests.support.sim import SimHandle, running_sim
 
 N = 40
 

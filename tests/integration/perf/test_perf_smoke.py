@@ -1,4 +1,4 @@
-"""``make perf``'s harness rows in miniature: the same functions (``harness.perf.cli.run`` -> capacity and timing
+"""``make perf``'s harness rows in miniature: the same functions (``tools.perf.cli.run`` -> capacity and timing
 runs through ``run_step`` and the warm runner) at 2 streams and a few thousand tokens against the simulator.
 
 Every harness row must hold a figure (the speed is not judged here), and a broken runner lookup must make the
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from harness.load import runners
-from harness.perf.capacity import HARNESS_TOOL
-from harness.perf.cli import main, parse_args, run
-from harness.perf.rows import SECTION_CAP, SECTION_TTFT
-from harness.perf.table import EXIT_UNMEASURED, exit_status
+from tools.perf.capacity import HARNESS_TOOL
+from tools.perf.cli import main, parse_args, run
+from tools.perf.rows import SECTION_CAP, SECTION_TTFT
+from tools.perf.table import EXIT_UNMEASURED, exit_status
 
 LEVEL = 2
 

@@ -76,7 +76,7 @@ def _interrupt_last_arm(run_dir: Path) -> str:
 def _marked(run_dir: Path, pred: dict[str, Any]) -> None:
     again = _summary(run_dir)
     assert again["prediction"] == pred and again["simulated"] is True
-    assert (run_dir / "summary.md").read_text(encoding="utf-8").startswith("## PREDICTED · SIMULATED")
+    assert (run_dir / "summary.md").read_text(encoding="utf-8").startswith("**PREDICTED · SIMULATED · ")
     assert 'id="predicted-badge"' in (run_dir / "report.html").read_text(encoding="utf-8")
     props = {p.get("name"): p.get("value") for p in ET.parse(run_dir / "junit.xml").iter("property")}
     assert props["predicted"] == "true" and props["profile"] == "h100-llama3-8b"
@@ -96,7 +96,7 @@ def test_predict_vllm_tiered_on_h100(predicted: tuple[Path, Any, float, bool, se
     assert [a["name"] for a in summary["arms"]] == ["baseline", "cpu-32g", "cpu-32g-nvme"]
     assert all(s["requests"] > 0 for a in summary["arms"] for s in a["steps"])
     assert (run_dir / "prediction.json").is_file()
-    assert (run_dir / "summary.md").read_text(encoding="utf-8").startswith("## PREDICTED · SIMULATED")
+    assert (run_dir / "summary.md").read_text(encoding="utf-8").startswith("**PREDICTED · SIMULATED · ")
     assert 'id="predicted-badge"' in (run_dir / "report.html").read_text(encoding="utf-8")
     props = {p.get("name"): p.get("value") for p in ET.parse(run_dir / "junit.xml").iter("property")}
     assert props["predicted"] == "true" and props["profile"] == "h100-llama3-8b"

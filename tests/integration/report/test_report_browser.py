@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from harness.cli import app
 from harness.report.commands import index_command, report_command
-from harness.report.sample import XSS, hostile_summary, sample_summary, write_sample_run
-from harness.report.sample_effects import with_effects
 from harness.report.writers import render_run
+from tests.support.sample import XSS, hostile_summary, sample_summary, write_sample_run
+from tests.support.sample_effects import with_effects
 
 CHROMIUM = Path("/usr/bin/chromium")
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
@@ -113,7 +113,7 @@ def test_demo_report_in_chromium(browser: Browser, demo_run: Path, tmp_path: Pat
         assert visit.errors == []
         assert visit.requests == [report.as_uri()]
         assert page.locator("#simulated-badge").is_visible()
-        assert page.locator("header.banner h1").inner_text() == "GO: ship cpu"
+        assert page.locator("header.banner h1").inner_text() == "GO: ship cpu (16 GiB CPU tier)."
         banner = page.eval_on_selector("header.banner", "e => getComputedStyle(e).backgroundColor")
         assert banner == "rgb(27, 127, 59)"  # --go
         for name in CHARTS:

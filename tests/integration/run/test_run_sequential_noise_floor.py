@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from harness.decision.summarize import rebuild_summary
-from harness.decision_bench.cases import scenario
 from harness.run.options import RunOptions
 from harness.run.orchestrator import run_rollout
+from tools.decision_bench.cases import scenario
 
 # On the virtual clock (the verdicts and the settled look are the point; host load must not make a step
 # host-contended), at sim_time_scale 1.0: 48 s steps are the same modelled load as the real-time test's 12 s steps at

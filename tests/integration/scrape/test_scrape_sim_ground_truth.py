@@ -15,8 +15,8 @@ from harness.engines.spec import MetricsEndpoint
 from harness.scrape.catalog import load_catalog
 from harness.scrape.samples import load_scrapes, step_server_stats
 from harness.scrape.scraper import Scraper
+from tests.support import sim as testing
 
-testing = pytest.importorskip("harness.sim.testing", reason="the simulator (harness/sim) is not built yet")
 groundtruth = pytest.importorskip("harness.sim.groundtruth")
 
 FAMILY_TOKENS = 1500  # ~94 blocks of 16 in the demo profile (558 GPU blocks)

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import SimHandle, running_sim
+from tests.support.sim import SimHandle, running_sim
 
 GOLDEN = Path(__file__).parents[2] / "unit" / "sim" / "golden" / "vllm-0.32.0-cpu-metrics.prom"
 

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import SimHandle, SimStartError, running_sim, sim_command
+from tests.support.sim import SimHandle, SimStartError, running_sim, sim_command
 
 VLLM_CPU_MESSAGE = "Exception: CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"
 

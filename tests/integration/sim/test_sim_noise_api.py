@@ -6,7 +6,7 @@ import httpx
 
 from harness.sim.noise import Noise
 from harness.sim.noise_spec import NoiseSpec
-from harness.sim.testing import running_sim
+from tests.support.sim import running_sim
 
 FAST = 0.02
 

@@ -10,7 +10,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import SimHandle, running_sim
+from tests.support.sim import SimHandle, running_sim
 
 FAMILY_TOKENS = 1500  # 94 blocks of 16 in the demo profile (558 GPU blocks)
 FAST = 0.02  # time scale: 50x faster than modelled

@@ -15,9 +15,9 @@ from harness.cli import app
 from harness.report.html import render_html
 from harness.report.load import load_summary
 from harness.report.markdown import render_markdown
-from harness.report.sample import sample_summary
 from harness.schema.intervals import Percentiles
 from harness.schema.summary import Summary
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 NOTE = ("load generator saturated: first tokens waited in the client p99 12.5 ms between arrival and parsing "

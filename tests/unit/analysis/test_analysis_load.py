@@ -13,8 +13,8 @@ import pytest
 from analysis_helpers import BASE, record
 
 from harness.analysis import load_requests
-from harness.analysis.bench import main as bench_main
 from harness.rundir.records import SCHEMA, RequestRecord
+from tools.bench.analysis import main as bench_main
 
 
 def _table(records: list[RequestRecord]) -> pa.Table:

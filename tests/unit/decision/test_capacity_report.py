@@ -8,11 +8,11 @@ from pathlib import Path
 from harness.config.search import SearchSpec
 from harness.decision.capacity_summary import VERDICT_NOTE, arm_capacity
 from harness.report.charts_capacity import capacity_chart
-from harness.report.sample import XSS, sample_summary
 from harness.report.writers import write_reports
 from harness.schema.capacity import CapacityProbe, CapacitySection
 from harness.schema.intervals import QuantileCI
 from harness.schema.summary import Summary
+from tests.support.sample import XSS, sample_summary
 
 SPEC = SearchSpec.model_validate({"metric": "e2e", "percentile": 95, "budget_ms": 800, "kind": "rate", "low": 0.5,
                                   "high": 8, "resolution": "20%"})

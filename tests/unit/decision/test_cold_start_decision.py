@@ -31,7 +31,7 @@ def test_a_warm_start_holds_an_arm_that_would_be_go() -> None:
     assert decide_arm(is_baseline=False, failure=None, ran=True, rules=GO_RULES, prev_name="base")[0] == "go"
     rule = cold_start_rule(WARM)
     assert rule is not None and rule.status == "breach" and rule.kind == "causal"
-    decision, reasons = decide_arm(is_baseline=False, failure=None, ran=True, rules=[*GO_RULES, rule],
+    decision, reasons, _findings = decide_arm(is_baseline=False, failure=None, ran=True, rules=[*GO_RULES, rule],
                                    prev_name="base")
     assert decision == "hold"
     assert reasons[0].startswith("cold-start:") and "/t held 4 files" in reasons[0]

@@ -14,7 +14,7 @@ def rr(status: str, kind: str = "budget", critical: bool = False, dry_run: bool 
 
 def decide(rules: list[RuleResult], *, shared: set[str] | None = None, baseline: bool = False,
            failure: ArmFailure | None = None) -> str:
-    decision, reasons = decide_arm(is_baseline=baseline, failure=failure, ran=True,
+    decision, reasons, _findings = decide_arm(is_baseline=baseline, failure=failure, ran=True,
                                    rules=mark_shared(rules, shared or set()), prev_name="baseline")
     assert reasons
     return decision

@@ -36,7 +36,7 @@ def rr(kind: str, status: str, rule: str | None = None, *, step: int | None = No
 
 
 def reasons(rules: list[RuleResult], hints: dict[tuple[str, int | None], str] | None = None) -> tuple[str, list[str]]:
-    decision, out = decide_arm(is_baseline=False, failure=None, ran=True, rules=rules, prev_name="baseline",
+    decision, out, _findings = decide_arm(is_baseline=False, failure=None, ran=True, rules=rules, prev_name="baseline",
                                hints=hints)
     return decision, out
 

@@ -27,12 +27,12 @@ from harness.decision.evaluate import ArmData, evaluate_arm
 from harness.decision.evidence import StepSample
 from harness.decision.rules import keep
 from harness.decision.rules.errors import evaluate_errors
-from harness.decision.rules.load_host import judge_step, mark_steps
+from harness.decision.rules.load_host import judge_step, judged_steps
 from harness.report.html import render_html
 from harness.report.markdown import render_markdown
-from harness.report.sample import sample_summary
 from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
 from harness.schema.summary import ClientHealth, StepSummary
+from tests.support.sample import sample_summary
 
 SCENARIO = """
 name: contention
@@ -83,7 +83,7 @@ def sample(tag: float) -> StepSample:
 
 
 def arm(name: str, steps: list[StepSummary], tag: float, spec: HostContentionSpec = SPEC) -> ArmData:
-    mark_steps(spec, steps)
+    steps = judged_steps(spec, steps)
     data = ArmData(name, pd.DataFrame(), steps)
     data._samples = {s.index: sample(tag + s.index) for s in steps}  # tag + step index picks the interval
     return data
@@ -105,7 +105,7 @@ def judge(sc: Scenario, base_steps: list[StepSummary], tier_steps: list[StepSumm
     spec = sc.rules.host_contention
     base, tier = arm("baseline", base_steps, 100.0, spec), arm("tiered", tier_steps, 200.0, spec)
     ev = evaluate_arm(sc, sc.arms[1], 1, tier, base, base, [])
-    decision, reasons = decide_arm(is_baseline=False, failure=None, ran=True, rules=ev.results,
+    decision, reasons, _findings = decide_arm(is_baseline=False, failure=None, ran=True, rules=ev.results,
                                    prev_name="baseline")
     return decision, reasons, ev
 
@@ -207,7 +207,7 @@ def _floor(monkeypatch: pytest.MonkeyPatch, rerun_steps: list[StepSummary],
     drifts = iter([ci(1.02, 1.08), ci(1.20, 1.40)])  # step 0: 1.02; step 1: 1.20 (one measure per step)
     monkeypatch.setattr(noise_floor, "improvement", lambda *a, **k: next(drifts))
     sc = load_scenario_text(SCENARIO + "  noise_floor: {rerun_baseline: true, measures: [ttft_p50]}\n", "s.yaml")
-    mark_steps(SPEC, rerun_steps)
+    rerun_steps = judged_steps(SPEC, rerun_steps)
     base = arm("baseline", base_steps, 100.0)
     return noise_floor.noise_floor(sc, {"baseline~aa": SimpleNamespace(steps=rerun_steps)}, base, pd.DataFrame(),
                                    0.95)

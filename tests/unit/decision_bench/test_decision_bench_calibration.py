@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.decision_bench.calibrate import _args, _interleave, coverage_rows, plan, truth_path
-from harness.decision_bench.calibration import bias, binomial, coverage
-from harness.decision_bench.truth import (
+from tools.decision_bench.calibrate import _args, _interleave, coverage_rows, plan, truth_path
+from tools.decision_bench.calibration import bias, binomial, coverage
+from tools.decision_bench.truth import (
     StepPool,
     Truth,
     cache_path,

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.perf.capacity import HARNESS_TOOL, CapacityResult
-from harness.perf.harness_client import HarnessRun
-from harness.perf.model import ClientRun, Workload
-from harness.perf.rows import SECTION_TTFT, TTFT_P99_GOAL, fidelity_notes, fidelity_rows
+from tools.perf.capacity import HARNESS_TOOL, CapacityResult
+from tools.perf.harness_client import HarnessRun
+from tools.perf.model import ClientRun, Workload
+from tools.perf.rows import SECTION_TTFT, TTFT_P99_GOAL, fidelity_notes, fidelity_rows
 
 
 def _run(errors_ms: list[float], parsed_ms: list[float], delays_ms: list[float]) -> HarnessRun:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.decision_bench.time_to_decision import binomial, case_figures
-from harness.perf import decision
-from harness.perf.benches import BenchRun
-from harness.perf.decision import BENEFIT_SHARE, FALSE_GO, decision_rows, rows_from_figures
+from tools.decision_bench.time_to_decision import binomial, case_figures
+from tools.perf import decision
+from tools.perf.benches import BenchRun
+from tools.perf.decision import BENEFIT_SHARE, FALSE_GO, decision_rows, rows_from_figures
 
 
 class _O:

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from harness.load import runners
-from harness.perf import cli
-from harness.perf import table as perf_table
-from harness.perf.harness_client import NoRunnerError, check_measured, warm_runner
-from harness.perf.procs import CpuPlan
-from harness.perf.rows import ratio_row
-from harness.perf.table import Goal, PerfTable, Row, exit_status, markdown
+from tools.perf import cli
+from tools.perf import table as perf_table
+from tools.perf.harness_client import NoRunnerError, check_measured, warm_runner
+from tools.perf.procs import CpuPlan
+from tools.perf.rows import ratio_row
+from tools.perf.table import Goal, PerfTable, Row, exit_status, markdown
 
 GOAL = Goal("<", 5.0, "ms")
 
@@ -132,5 +132,5 @@ def test_cli_rejects_bad_sizes(argv: list[str], capsys: pytest.CaptureFixture[st
 def test_make_perf_passes_the_exit_status_on() -> None:
     makefile = (Path(__file__).resolve().parents[3] / "Makefile").read_text(encoding="utf-8")
     recipe = [line.strip() for line in makefile.split("\nperf:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]]
-    assert any("-m harness.perf" in line for line in recipe)
+    assert any("-m tools.perf" in line for line in recipe)
     assert not any(line.startswith(("-", "@-")) or "|| true" in line or "; true" in line for line in recipe)

@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.perf import benches
-from harness.perf.capacity import CapacityOptions
-from harness.perf.model import ClientRun, Workload, burst_split, percentile, ttft_errors
-from harness.perf.peer_vllm import PeerSetup, command
-from harness.perf.procs import TreeCpuSampler, cpu_plan, interpolate
-from harness.perf.profile import OTHER, summarise
-from harness.perf.tokenizer import tokenizer_json
+from tools.perf import benches
+from tools.perf.capacity import CapacityOptions
+from tools.perf.model import ClientRun, Workload, burst_split, percentile, ttft_errors
+from tools.perf.peer_vllm import PeerSetup, command
+from tools.perf.procs import TreeCpuSampler, cpu_plan, interpolate
+from tools.perf.profile import OTHER, summarise
+from tools.perf.tokenizer import tokenizer_json
 
 # Real outputs of the benches (``make perf`` parses them), long lines joined with "+".
 TRACE_OUT = (
@@ -163,7 +163,7 @@ def test_word_tokenizer_counts_words() -> None:
 @pytest.mark.parametrize("argv", [["--repeats", "0"], ["--levels", "0"], ["--tokens-per-run", "5"],
                                   ["--records", "0"], ["--skip", "everything"], ["--peer-python", "/nonexistent/py"]])
 def test_cli_rejects_bad_arguments(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from harness.perf.cli import main
+    from tools.perf.cli import main
 
     with pytest.raises(SystemExit) as exc:
         main(argv)

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from harness.perf.capacity import HARNESS_TOOL, CapacityOptions, CapacityResult
-from harness.perf.model import ClientRun, Workload
-from harness.perf.peer_vllm import TOOL as PEER_TOOL
-from harness.perf.rows import capacity_rows, fidelity_rows, ratio_row
-from harness.perf.table import Goal, PerfTable, Row, fmt_number, markdown
+from tools.perf.capacity import HARNESS_TOOL, CapacityOptions, CapacityResult
+from tools.perf.model import ClientRun, Workload
+from tools.perf.peer_vllm import TOOL as PEER_TOOL
+from tools.perf.rows import capacity_rows, fidelity_rows, ratio_row
+from tools.perf.table import Goal, PerfTable, Row, fmt_number, markdown
 
 
 @pytest.mark.parametrize(("op", "limit", "value", "met"), [
@@ -102,7 +102,7 @@ def test_fidelity_rows_pool_runs_and_judge_p99() -> None:
 
 
 def test_fidelity_notes_only_when_the_goal_is_missed() -> None:
-    from harness.perf.rows import fidelity_notes
+    from tools.perf.rows import fidelity_notes
 
     good = CapacityResult()
     good.runs[(HARNESS_TOOL, 64)] = [_run(HARNESS_TOOL, 1000, 1.0, [0.5] * 100)]

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness.perf import virtual_clock
-from harness.perf.benches import BenchRun
+from tools.perf import virtual_clock
+from tools.perf.benches import BenchRun
 
 
 def _fake(returncode: int | None, wall_s: float, body: dict[str, Any] | None = None) -> Any:

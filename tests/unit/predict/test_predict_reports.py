@@ -15,7 +15,6 @@ from harness.predict.record import build_prediction
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
-from harness.report.sample import sample_summary
 from harness.report.writers import summary_json_text
 from harness.run.options import RunOptions
 from harness.run.prepare import prepare_run
@@ -30,6 +29,7 @@ from harness.rundir.prediction import (
 from harness.schema.prediction import Prediction
 from harness.schema.summary import Summary
 from harness.sim.profile import load_profile
+from tests.support.sample import sample_summary
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -59,15 +59,15 @@ def test_summary_json_carries_the_prediction(predicted: Summary, prediction: Pre
 
 def test_markdown_is_marked_and_names_profile_sources_and_fidelity(predicted: Summary, prediction: Prediction) -> None:
     text = render_markdown(predicted)
-    assert text.splitlines()[0].startswith("## PREDICTED · SIMULATED · GO")
+    assert text.splitlines()[0].startswith("**PREDICTED · SIMULATED · GO")
     assert "**PREDICTED · SIMULATED** on simulator profile **h100-llama3-8b**" in text
     assert "PREDICTION WARNING" in text and "27,763 GPU KV blocks" in text
     assert "checked against vLLM's code" in text and "checked against published figures" in text
     assert "modelled only" in text and "The profile's sources (7 notes)" in text
     compact = render_markdown(predicted, max_chars=2000)
-    assert compact.startswith("## PREDICTED · SIMULATED")
+    assert compact.startswith("**PREDICTED · SIMULATED · ")
     plain = render_markdown(sample_summary())
-    assert "PREDICTED" not in plain and plain.startswith("## SIMULATED · GO")
+    assert "PREDICTED" not in plain and plain.startswith("**SIMULATED · GO")
 
 
 def test_junit_is_marked_with_properties_and_a_prediction_case(predicted: Summary) -> None:

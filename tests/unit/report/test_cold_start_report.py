@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from harness.report.html import render_html
-from harness.report.sample import sample_summary
 from harness.schema.cold_start import ColdProbe, ColdStart, HitPrediction, PredictedStep, TierShares
+from tests.support.sample import sample_summary
 
 
 def _text(html: str, marker: str) -> str:

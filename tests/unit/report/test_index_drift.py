@@ -3,7 +3,7 @@
 Known answers: a planted 20% shift in a noisy history (4-5% CV) is found at its run (within one), a flat noisy
 history is not; bad input (missing figures, NaNs, one run, 2000 runs) gives notes, never a traceback. Every history
 is seeded. The false-positive rate and power over many histories are measured by ``python -m
-harness.report.drift_bench`` (too slow for a unit test).
+tools.bench.drift`` (too slow for a unit test).
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from harness.report import drift as drift_mod
 from harness.report import index as index_mod
 from harness.report.drift import scenario_drift, step_measures
 from harness.report.index import IndexEntry, drift_report, refresh_index, scan_runs, scenario_trends, write_index
-from harness.report.sample import XSS, hostile_summary, sample_summary, write_sample_run
 from harness.schema.summary import LaunchRecord, Summary
 from harness.stats import changepoint
+from tests.support.sample import XSS, hostile_summary, sample_summary, write_sample_run
 
 SHIFT_AT = 18
 RUNS = 30

@@ -9,9 +9,9 @@ import pytest
 from harness.report.charts import hit_quality_chart, hit_shares, latency_chart, load_label, throughput_chart
 from harness.report.charts_time import TrendSeries, hit_class_chart, trend_chart, windows_chart
 from harness.report.html import build_charts
-from harness.report.sample import sample_summary
 from harness.schema.intervals import Percentiles
 from harness.schema.summary import HitTokens, StepSummary, Summary
+from tests.support.sample import sample_summary
 
 
 @pytest.fixture(scope="module")

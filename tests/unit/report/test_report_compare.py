@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from harness.report.compare import compare_summaries, comparison_lines
-from harness.report.sample import sample_summary
 from harness.schema.intervals import Percentiles
 from harness.schema.summary import HitTokens
+from tests.support.sample import sample_summary
 
 
 def test_identical_runs_show_no_change() -> None:

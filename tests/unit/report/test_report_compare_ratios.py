@@ -14,11 +14,11 @@ from typer.testing import CliRunner
 from harness.report.commands import compare_command
 from harness.report.compare import comparison_lines
 from harness.report.compare_ratios import compare_runs, plan_keys
-from harness.report.sample import write_sample_run
 from harness.rundir.entries import StepEntry
 from harness.rundir.journal import append_step
 from harness.rundir.layout import RunDir
 from harness.rundir.records import SCHEMA, RequestRecord
+from tests.support.sample import write_sample_run
 
 N = 420  # enough requests for a resolved p99 at 95% (368)
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.report import bench
+from harness.report.headline import headline
 from harness.report.writers import write_reports
 from harness.schema.summary import ArmSummary, StepSummary, Summary
+from tools.bench import report as bench
 
 
 def _bare(arms: list[ArmSummary]) -> Summary:
@@ -23,13 +24,15 @@ def _bare(arms: list[ArmSummary]) -> Summary:
 ], ids=["no-arms", "all-none"])
 def test_sparse_summaries_render(tmp_path: Path, arms: list[ArmSummary]) -> None:
     written = write_reports(_bare(arms), tmp_path)
+    head = headline(_bare(arms))
     html = written["html"].read_text()
     assert '<header class="banner v-hold"' in html
     assert html.count('class="nodata"') == 5
     assert "The fit screen was not run" in html
     assert "No drills were run." in html
     md = written["md"].read_text()
-    assert md.splitlines()[0] == "## HOLD: inconclusive, keep the current configuration"
+    assert md.splitlines()[0] == f"**{head.lead}** {head.body}".replace("_", "\\_")
+    assert head.lead.startswith("HOLD: keep the GPU-only baseline") and head.body
     if arms:
         row = next(line for line in md.splitlines() if line.startswith("| gpu-only"))
         assert "| no samples | no samples | missing | missing |" in row

@@ -14,10 +14,10 @@ from harness.report.effects import effect_lines, effect_views, limit_text, measu
 from harness.report.html import render_html
 from harness.report.junit import render_junit
 from harness.report.markdown import render_markdown
-from harness.report.sample import XSS, sample_summary
 from harness.run.live import LiveOutput
 from harness.schema.intervals import RatioCI
 from harness.schema.summary import BreakEven, EffectRow, Summary
+from tests.support.sample import XSS, sample_summary
 
 
 def _row(label: str, step: int, measure: str, outcome: str, test: str = "improvement", deciding: bool = False,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from harness.report import fmt_ci
-from harness.report.sample import sample_summary
 from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
 from harness.schema.summary import RuleResult
+from tests.support.sample import sample_summary
 
 
 def test_resolved_percentile_reads_value_interval_and_n() -> None:

@@ -15,10 +15,10 @@ from harness.report.forest import forest_plot
 from harness.report.forest_draw import AXIS_X0, AXIS_X1, LABEL_END, ROW_H, TEXT_END, fit, text_px, tick_label, ticks
 from harness.report.forest_rows import OUTCOME_COLOURS, Axis, axis_span, forest_blocks
 from harness.report.html import render_html
-from harness.report.sample import XSS, hostile_summary, sample_summary
-from harness.report.sample_effects import with_effects
 from harness.schema.intervals import RatioCI
 from harness.schema.summary import Summary
+from tests.support.sample import XSS, hostile_summary, sample_summary
+from tests.support.sample_effects import with_effects
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 

@@ -8,11 +8,11 @@ from harness.config.rules import TierHealthRule
 from harness.decision.rules.tier_health import evaluate_tier_health
 from harness.report.html import render_html
 from harness.report.markdown import render_markdown
-from harness.report.sample import sample_summary
 from harness.schema.host_telemetry import DiskDeviceStep, HostStep
 from harness.schema.summary import Summary
 from harness.scrape.catalog import load_catalog
 from harness.scrape.samples import series_from_bodies, step_server_stats
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "metrics"
 GIB = 1 << 30

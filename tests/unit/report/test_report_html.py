@@ -10,8 +10,8 @@ import pytest
 
 from harness.report.html import render_html, verdict_title
 from harness.report.load import load_summary
-from harness.report.sample import sample_summary, write_sample_run
 from harness.schema.summary import Summary
+from tests.support.sample import sample_summary, write_sample_run
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 SECTIONS = ("verdict", "fit", "checks", "arms", "charts", "drills", "launch", "host", "files")
@@ -64,7 +64,7 @@ def test_banner_verdict_recommendation_and_simulated_badge(demo: tuple[Summary, 
     assert '<header class="banner v-go" id="verdict">' in html
     assert "GO: ship cpu" in html
     assert 'id="simulated-badge"' in html
-    assert html.index('id="simulated-badge"') < html.index("<h1>GO: ship cpu</h1>")  # badge leads the banner
+    assert html.index('id="simulated-badge"') < html.index("<h1>GO: ship cpu (16 GiB CPU tier).</h1>")  # badge first
     assert "<title>[SIMULATED] " in html
 
 

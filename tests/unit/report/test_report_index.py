@@ -11,7 +11,7 @@ import pytest
 from harness.report import index as index_mod
 from harness.report.index import scan_runs, scenario_trends, write_index
 from harness.report.load import ReportInputError
-from harness.report.sample import sample_summary, write_sample_run
+from tests.support.sample import sample_summary, write_sample_run
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 

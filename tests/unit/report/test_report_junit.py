@@ -5,9 +5,10 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from harness.report.headline import headline
 from harness.report.junit import render_junit
 from harness.report.load import load_summary
-from harness.report.sample import sample_summary
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 
@@ -129,9 +130,11 @@ def test_dry_run_rule_is_property_and_system_out_only() -> None:
 
 
 def test_no_go_and_failed_arms_fail_with_reasons() -> None:
-    root = _parse(render_junit(load_summary(FIXTURES / "nogo-vllm")))
+    summary = load_summary(FIXTURES / "nogo-vllm")
+    root = _parse(render_junit(summary))
     verdict = _case(root, "run", "verdict").find("failure")
-    assert verdict is not None and verdict.get("message", "").startswith("no-go: ")
+    assert verdict is not None and verdict.get("message", "") == headline(summary).text  # the headline first
+    assert f"\n\nno-go: {summary.verdict_reason}" in (verdict.text or "")  # the full reasoning in the body
     cpu = _case(root, "arm cpu", "decision").find("failure")
     assert cpu is not None and "critical 2000 ms budget" in cpu.get("message", "")
     rule = _case(root, "arm cpu", "rule ttft-p99-budget @ c32").find("failure")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.report.links import raw_links, safe_href
-from harness.report.sample import sample_summary, write_sample_run
+from tests.support.sample import sample_summary, write_sample_run
 
 
 def test_safe_href_accepts_run_relative_paths() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.report.load import ReportInputError, load_summary, load_summary_file
-from harness.report.sample import sample_summary
 from harness.report.writers import summary_json_text
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 

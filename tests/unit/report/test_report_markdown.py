@@ -6,8 +6,8 @@ from pathlib import Path
 
 from harness.report.load import load_summary
 from harness.report.markdown import render_markdown
-from harness.report.sample import sample_summary
 from harness.report.templating import md_text
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 
@@ -15,9 +15,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 def test_first_line_names_simulated_and_verdict() -> None:
     text = render_markdown(sample_summary())
     first = text.splitlines()[0]
-    assert first == "## SIMULATED · GO: ship cpu"
+    assert first.startswith("**SIMULATED · GO: ship cpu (16 GiB CPU tier).** ")
     real = render_markdown(load_summary(FIXTURES / "nogo-vllm"))
-    assert real.splitlines()[0] == "## NO-GO: keep the baseline"
+    assert real.splitlines()[0].startswith("**NO-GO: keep the GPU-only baseline (gpu-only).** cpu is no-go: ")
     assert "SIMULATED" not in real
 
 
@@ -84,5 +84,7 @@ def test_percentiles_carry_intervals_and_unresolved_is_marked() -> None:
 def test_slo_unmet_is_called_out() -> None:
     unmet = sample_summary().model_copy(update={"verdict": "slo-unmet", "exit_code": 5, "recommended_arm": None})
     text = render_markdown(unmet)
-    assert text.splitlines()[0].startswith("## SIMULATED · SLO UNMET: every arm breaks the same budget")
+    assert text.splitlines()[0] == ("**SIMULATED · SLO UNMET: no arm meets the SLO, the baseline included.** Every "
+                                    "arm breaks the same latency budget (ttft-p99-budget at c32), so the tier is not "
+                                    "to blame. Next: revisit the SLO, the load or the hardware.")
     assert "> **SLO UNMET**: every arm, the baseline included" in text

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.report.load import load_summary
-from harness.report.sample import hostile_summary, sample_summary
 from harness.report.templating import html_env, md_env
 from harness.report.writers import summary_json_text
+from tests.support.sample import hostile_summary, sample_summary
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURES = REPO / "tests" / "fixtures" / "runs"
@@ -38,13 +38,16 @@ def test_package_data_globs_cover_every_template() -> None:
 
 
 def test_renders_from_another_working_directory(tmp_path: Path) -> None:
-    code = ("from pathlib import Path; from harness.report.sample import sample_summary; "
+    # the installed package alone, outside the repository: the summary comes in as a file, not from tests/support
+    (tmp_path / "summary.json").write_text(summary_json_text(sample_summary()), encoding="utf-8")
+    code = ("from pathlib import Path; from harness.report.load import load_summary_file; "
             "from harness.report.writers import write_reports; "
-            "print(sorted(write_reports(sample_summary(), Path('out'), only=['md', 'junit'])))")
+            "print(sorted(write_reports(load_summary_file(Path('summary.json')), Path('out'), "
+            "only=['md', 'junit'])))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "out" / "summary.md").read_text().startswith("## SIMULATED")
+    assert (tmp_path / "out" / "summary.md").read_text().startswith("**SIMULATED · GO: ship cpu")
 
 
 def test_top_level_templates_readme_points_to_the_package() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from harness.report.svg import chart_style, new_figure, to_svg
+from harness.core.svg import chart_style, new_figure, to_svg
 
 
 def _chart(name: str, label: str) -> str:

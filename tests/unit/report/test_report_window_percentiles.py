@@ -4,9 +4,9 @@ legend and caption; a p99-only summary's chart reads as before."""
 from __future__ import annotations
 
 from harness.report.charts_time import other_percentiles, windows_chart
-from harness.report.sample import sample_summary
 from harness.schema.summary import Summary
 from harness.schema.windows import WindowQuantile
+from tests.support.sample import sample_summary
 
 
 def _with_p95(summary: Summary) -> Summary:

@@ -10,9 +10,9 @@ import pytest
 
 from harness.report import writers
 from harness.report.load import ReportInputError
-from harness.report.sample import sample_summary
 from harness.report.writers import WRITERS, register_writer, render_run, summary_json_text, write_atomic, write_reports
 from harness.schema.summary import Summary
+from tests.support.sample import sample_summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "runs"
 

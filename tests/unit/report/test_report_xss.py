@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from harness.report.commands import compare_command
 from harness.report.index import write_index
-from harness.report.sample import XSS, hostile_summary, write_sample_run
 from harness.report.writers import write_reports
+from tests.support.sample import XSS, hostile_summary, write_sample_run
 
 RAW = (XSS, "<img src=x", "<script")
 ESCAPED_HTML = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -59,7 +59,7 @@ def test_svg_chart_text_is_escaped(outputs: dict[str, str]) -> None:
 
 def test_markdown_escapes_html_and_markdown(outputs: dict[str, str]) -> None:
     md = outputs["md"]
-    assert md.splitlines()[0] == f"## SIMULATED · GO: ship cpu{ESCAPED_HTML}"
+    assert md.splitlines()[0].startswith(f"**SIMULATED · GO: ship cpu{ESCAPED_HTML} (16 GiB CPU tier).** ")
     assert "\\| \\*y\\*" in md  # a pipe cannot open a table cell, stars cannot embolden
     assert "&amp;amp;" in md
     rows = [line for line in md.splitlines() if line.startswith("| ")]

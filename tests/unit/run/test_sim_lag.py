@@ -11,7 +11,7 @@ from harness.engines.spec import LaunchSpec
 from harness.run.sim_lag import lag_during, sim_behind_s
 from harness.rundir.entries import StepEntry
 from harness.schema.summary import StepSummary
-from harness.sim.testing import running_sim
+from tests.support.sim import running_sim
 
 
 def _spec(engine: str) -> LaunchSpec:

@@ -29,7 +29,7 @@ from harness.sim.calibration import (
     single_request_ttft,
 )
 from harness.sim.groundtruth import read_ground_truth
-from harness.sim.testing import running_sim
+from tests.support.sim import running_sim
 
 PROFILE = "h100-llama3-8b"  # the blog's hardware and model: Llama-3.1-8B-Instruct bf16 on one H100 80GB HBM3
 CPU_GIB = 64.0  # holds a 100k-token prompt (12.2 GiB) with room to spare

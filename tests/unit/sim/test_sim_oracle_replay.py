@@ -9,9 +9,9 @@ import copy
 from pathlib import Path
 
 from harness.sim.blocks import chain_hashes
-from harness.sim.oracle.compare import compare, summary
-from harness.sim.oracle.replay import ReplayConfig, replay_sim
-from harness.sim.oracle.sequence import ReplayRequest, ReplaySequence, from_block_ids, from_token_ids
+from tools.sim_oracle.compare import compare, summary
+from tools.sim_oracle.replay import ReplayConfig, replay_sim
+from tools.sim_oracle.sequence import ReplayRequest, ReplaySequence, from_block_ids, from_token_ids
 
 
 def test_sequences_key_chunks_by_their_last_block_and_take_gpu_hits_from_the_pool() -> None:

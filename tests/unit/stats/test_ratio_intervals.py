@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.stats.coverage import ar1_lognormal
 from harness.stats.intervals import binned, invert, quantile_ratio, sum_ratio
+from tools.bench.coverage import ar1_lognormal
 
 
 def test_unpaired_ratio_carries_both_sample_sizes_and_its_method() -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from harness.stats.coverage import ar1_lognormal
 from harness.stats.resample import METHODS, block_length, draw
+from tools.bench.coverage import ar1_lognormal
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 from harness.report.html import render_html
-from harness.report.sample import sample_summary
 from harness.report.validation import NOT_RECORDED, validation_banner
 from harness.report.writers import write_reports
 from harness.schema.validation import ArmValidation, ValidationRecord
+from tests.support.sample import sample_summary
 
 REPO = Path(__file__).resolve().parents[4]
 NO_VLLM = 'KVH-VALIDATE {"fatal": "cannot set up vllm: ModuleNotFoundError: No module named \'vllm\'"}'

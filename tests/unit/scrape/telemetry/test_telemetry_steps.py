@@ -11,7 +11,7 @@ from harness.schema.host_telemetry import DiskDeviceStep, HostStep
 from harness.schema.summary import ArmSummary, StepSummary
 from harness.schema.tier_health import TierHealth
 from harness.scrape.telemetry.sampler import HOST_FILE, HostSampler
-from harness.scrape.telemetry.steps import attach_host, host_step, load_readings
+from harness.scrape.telemetry.steps import host_step, load_readings, with_host
 
 S = 1_000_000_000
 GIB = 1 << 30
@@ -64,9 +64,10 @@ def test_sampler_writes_readings_and_attach_rebuilds_from_disk(tmp_path: Path) -
     first = json.loads((tmp_path / HOST_FILE).read_text().splitlines()[0])
     assert "mem" in first and str(tmp_path) in first["disks"]
     assert first.get("gpus") or str(first.get("gpu_note", "")).startswith("not available:")
-    step = StepSummary(index=0, label="c1")
-    attach_host(tmp_path, [step], {0: StepEntry(arm="a", step=0, start_ns=rows[0]["mono_ns"],
-                                                end_ns=rows[-1]["mono_ns"])})
+    bare = StepSummary(index=0, label="c1")
+    (step,) = with_host(tmp_path, [bare], {0: StepEntry(arm="a", step=0, start_ns=rows[0]["mono_ns"],
+                                                       end_ns=rows[-1]["mono_ns"])})
+    assert bare.host is None  # a copy: the input step is unchanged
     assert step.host is not None and step.host.samples == len(rows)
     assert step.host.mem_available_min_bytes is None or step.host.mem_available_min_bytes > 0
 

@@ -1,4 +1,0 @@
-"""Scripts sent as text to vLLM's own interpreter (``python -c``) by :mod:`harness.sim.oracle.vllm_run`.
-
-They import only the standard library and vLLM: they never import the harness.
-"""

@@ -1,0 +1,7 @@
+"""``python -m tools.perf``: see :mod:`tools.perf.cli`."""
+
+import sys
+
+from tools.perf.cli import main
+
+sys.exit(main())
