@@ -35,14 +35,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from harness.decision.findings import baseline_finding, failure_finding, finding, not_run_finding
 from harness.decision.rules.load_host import REASON as HOST_CONTENDED
-from harness.schema.findings import Finding, FindingRole
+from harness.schema.findings import Finding, FindingRole, harm_rank, hold_rank, pass_rank
+from harness.schema.findings import rule_role as _role
 from harness.schema.summary import EXIT_CODES, ArmFailure, ArmSummary, Decision, RuleResult, Verdict
-
-HOLD_KINDS = ("earns_keep", "causal", "fit")
 
 
 @dataclass(frozen=True)
@@ -64,46 +63,10 @@ def mark_shared(rules: Sequence[RuleResult], shared_budgets: set[str]) -> list[R
             if r.kind == "budget" and r.status == "breach" and r.rule in shared_budgets else r for r in rules]
 
 
-# The order reasons are given in: the rule that decided comes first (for ``go`` the improvement that cleared its
-# limit; for ``no-go`` the harm; for ``hold`` what is missing), then the rest by how directly they bear on it.
-# Within a kind, rules keep their evaluation order (a regression rule's steps rise).
-_HARM_ORDER = {"regression": 0, "errors": 1, "budget": 2, "tier_health": 3}
-_HOLD_ORDER = {("causal", "breach"): 0, ("fit", "breach"): 1, ("earns_keep", "breach"): 2,
-               ("earns_keep", "unresolved"): 3, ("regression", "unresolved"): 4, ("errors", "unresolved"): 5,
-               ("budget", "breach"): 6, ("budget", "unresolved"): 7}
-_PASS_ORDER = {"earns_keep": 0, "regression": 1, "errors": 2, "causal": 3, "fit": 4, "budget": 5, "tier_health": 6}
-
-
-def _hold_rank(r: RuleResult) -> float:
-    """Cause before credit: no causal path or a fit-screen warning first, then host contention (nothing measured
-    can be charged to the engine), then the improvement not shown, then what could not be judged."""
-    if r.reason_code == HOST_CONTENDED:
-        return 1.5
-    return _HOLD_ORDER.get((r.kind, r.status), len(_HOLD_ORDER))
-
-
-Role = Literal["veto", "hold", "shared", "warning", "pass", "none"]
-
-
-def _role(r: RuleResult) -> Role:
-    """What one deciding rule result does to a tier arm's decision."""
-    if r.kind == "tier_health" and not r.critical:
-        return "warning" if r.status in ("breach", "unresolved") else "none"
-    if r.status == "breach":
-        if r.kind == "budget" and r.shared_with_baseline:
-            return "shared"
-        if r.kind in HOLD_KINDS or (r.kind == "budget" and not r.critical):
-            return "hold"
-        return "veto"
-    if r.status == "unresolved":
-        return "hold"
-    return "pass" if r.status == "pass" else "none"
-
-
 def first_hold(rules: Sequence[RuleResult]) -> RuleResult | None:
     """The rule that holds a ``hold`` arm: its first reason (None when nothing holds it)."""
     holds = [r for r in rules if not r.dry_run and _role(r) == "hold"]
-    return min(holds, key=_hold_rank) if holds else None
+    return min(holds, key=hold_rank) if holds else None
 
 
 class ArmDecision(NamedTuple):
@@ -162,15 +125,15 @@ def decide_arm(*, is_baseline: bool, failure: ArmFailure | None, ran: bool, rule
         elif role == "hold":
             not_critical = " (not critical)" if r.kind == "budget" else ""
             holds.append((i, r, "hold", f"{r.rule}{not_critical}: {r.message}"))
-    held = _ranked(holds, _hold_rank)
+    held = _ranked(holds, hold_rank)
     dry_items: list[_Item] = [(i, r, "not-deciding", text) for i, r, text in dry]
     if vetoes:
-        return _decided("no-go", [*_ranked(vetoes, lambda r: _HARM_ORDER.get(r.kind, len(_HARM_ORDER))), *held,
+        return _decided("no-go", [*_ranked(vetoes, harm_rank), *held,
                                   *shared, *warnings, *dry_items])
     if holds:
         return _decided("hold", [*held, *shared, *warnings, *dry_items])
     passes = _ranked([(i, r, "pass", f"{r.rule}: {r.message}") for i, r in deciding if r.status == "pass"],
-                     lambda r: _PASS_ORDER.get(r.kind, len(_PASS_ORDER)))
+                     pass_rank)
     if shared:
         return _decided("slo-unmet", [*shared, *passes, *warnings, *dry_items])
     items = [*passes, *warnings, *dry_items]

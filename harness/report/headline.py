@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.report import words
-from harness.schema.findings import Finding, FindingRole, finding_code
+from harness.schema.findings import Finding, FindingRole, finding_code, harm_rank, hold_rank, rule_role
 from harness.schema.summary import ArmSummary, EffectRow, Summary
 
 MAX_WORDS = 60
@@ -52,31 +52,26 @@ def shown_gain(arm: ArmSummary) -> EffectRow | None:
     return max(shown, key=lambda r: r.interval.lo or 0.0) if shown else None
 
 
-_LEGACY_ORDER = {"no-go": ("breach",), "hold": ("breach", "unresolved"), "slo-unmet": ("breach",)}
+_LEGACY_ROLE: dict[str, FindingRole] = {"no-go": "veto", "hold": "hold", "slo-unmet": "shared"}
 
 
 def legacy_finding(arm: ArmSummary) -> Finding | None:
-    """For a summary written before findings (schema < 7): the first deciding rule whose status matches the arm's
-    decision (a breach for no-go, a breach or an open rule for hold), as a finding; None when none does."""
+    """For a summary written before findings (schema < 7): the rule the decision stage would have put first, by
+    its own roles and ranks (``harness/schema/findings.py``: a veto for no-go, a hold for hold, a shared budget for
+    slo-unmet); None when none plays that role."""
     if arm.failure is not None and arm.decision == "failed":
         return Finding(code="harness-failed" if arm.failure.phase == "harness" else "arm-failed", role="failure",
                        phase=arm.failure.phase)
-    statuses = _LEGACY_ORDER.get(arm.decision, ())
-    candidates = [(i, r) for i, r in enumerate(arm.rules) if not r.dry_run and r.status in statuses
-                  and not (arm.decision == "no-go" and r.kind in ("earns_keep", "causal", "fit"))
-                  and not (arm.decision == "hold" and r.shared_with_baseline)]
-    if not candidates:
+    role = _LEGACY_ROLE.get(arm.decision)
+    candidates = [(i, r) for i, r in enumerate(arm.rules) if not r.dry_run and role is not None
+                  and rule_role(r) == role]
+    if role is None or not candidates:
         return None
-    rank = _LEGACY_HARM if arm.decision == "no-go" else _LEGACY_HOLD
-    i, r = min(candidates, key=lambda c: (statuses.index(c[1].status), rank.get(c[1].kind, len(rank))))
-    role: FindingRole = "veto" if arm.decision == "no-go" else "shared" if r.shared_with_baseline else "hold"
+    rank = harm_rank if role == "veto" else hold_rank
+    i, r = min(candidates, key=lambda c: (rank(c[1]), c[0]))
     return Finding(code=finding_code(r, role), role=role, rule=r.rule, kind=r.kind, status=r.status, step=r.step,
                    rule_index=i, interval=r.interval, reason_code=r.reason_code,
                    bound=r.breach_bound if r.status == "breach" else r.pass_bound, floor=r.floor)
-
-
-_LEGACY_HARM = {"regression": 0, "errors": 1, "budget": 2, "tier_health": 3}  # decision/decide.py's order
-_LEGACY_HOLD = {"causal": 0, "fit": 1, "earns_keep": 2, "regression": 3, "errors": 4, "budget": 5}
 
 
 def evidence_row(arm: ArmSummary, f: Finding) -> EffectRow | None:

@@ -91,6 +91,63 @@ def finding_code(r: RuleOutcome, role: FindingRole) -> FindingCode:
     return "passed"
 
 
+class RoledRule(RuleOutcome, Protocol):
+    """What :func:`rule_role` and the ranks read of a rule result."""
+
+    @property
+    def critical(self) -> bool: ...
+    @property
+    def shared_with_baseline(self) -> bool: ...
+
+
+HOLD_KINDS: tuple[RuleKind, ...] = ("earns_keep", "causal", "fit")
+
+# The order reasons are given in: the rule that decided comes first (for ``go`` the improvement that cleared its
+# limit; for ``no-go`` the harm; for ``hold`` what is missing), then the rest by how directly they bear on it.
+# Within a kind, rules keep their evaluation order (a regression rule's steps rise). The decision stage
+# (``harness/decision/decide.py``) orders by these; the report reads a summary written before findings by them.
+_HARM_ORDER: dict[str, int] = {"regression": 0, "errors": 1, "budget": 2, "tier_health": 3}
+_HOLD_ORDER: dict[tuple[str, str], int] = {
+    ("causal", "breach"): 0, ("fit", "breach"): 1, ("earns_keep", "breach"): 2, ("earns_keep", "unresolved"): 3,
+    ("regression", "unresolved"): 4, ("errors", "unresolved"): 5, ("budget", "breach"): 6,
+    ("budget", "unresolved"): 7}
+_PASS_ORDER: dict[str, int] = {"earns_keep": 0, "regression": 1, "errors": 2, "causal": 3, "fit": 4, "budget": 5,
+                               "tier_health": 6}
+
+DecidingRole = Literal["veto", "hold", "shared", "warning", "pass", "none"]
+
+
+def rule_role(r: RoledRule) -> DecidingRole:
+    """What one deciding rule result does to a tier arm's decision."""
+    if r.kind == "tier_health" and not r.critical:
+        return "warning" if r.status in ("breach", "unresolved") else "none"
+    if r.status == "breach":
+        if r.kind == "budget" and r.shared_with_baseline:
+            return "shared"
+        if r.kind in HOLD_KINDS or (r.kind == "budget" and not r.critical):
+            return "hold"
+        return "veto"
+    if r.status == "unresolved":
+        return "hold"
+    return "pass" if r.status == "pass" else "none"
+
+
+def harm_rank(r: RuleOutcome) -> float:
+    return _HARM_ORDER.get(r.kind, len(_HARM_ORDER))
+
+
+def hold_rank(r: RuleOutcome) -> float:
+    """Cause before credit: no causal path or a fit-screen warning first, then host contention (nothing measured
+    can be charged to the engine), then the improvement not shown, then what could not be judged."""
+    if r.reason_code == "host-contended":
+        return 1.5
+    return _HOLD_ORDER.get((r.kind, r.status), len(_HOLD_ORDER))
+
+
+def pass_rank(r: RuleOutcome) -> float:
+    return _PASS_ORDER.get(r.kind, len(_PASS_ORDER))
+
+
 class Finding(_Model):
     """One reason for an arm's decision, as data. ``rule_index`` points into the arm's ``rules`` (None for a
     failure or a skipped arm); ``bound`` is the figure the interval was held against in this outcome (the breach

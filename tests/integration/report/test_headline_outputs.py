@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from harness.decision.summarize import rebuild_summary
-from harness.report.headline import MAX_WORDS, breaking_arm, headline, shown_gain
+from harness.report.headline import MAX_WORDS, breaking_arm, headline, legacy_finding, shown_gain
 from harness.report.writers import render_run
 from harness.run.live import LiveOutput
 from harness.run.options import RunOptions, RunResult
@@ -98,3 +98,18 @@ def test_every_output_opens_with_the_headline(busy: tuple[Path, Summary], demo: 
     shown = buffer.getvalue().strip().splitlines()[0]
     assert shown.startswith(f"SIMULATED (virtual clock) · {headline(demo.summary).lead}")
     assert headline(demo.summary).body in shown
+
+
+def test_a_summary_without_findings_names_the_rule_the_decision_stage_put_first(
+        busy: tuple[Path, Summary], demo: RunResult) -> None:
+    """legacy_finding reads a schema-6 summary by the decision stage's own roles and ranks: on runs the decision
+    stage judged, its finding is the first one decide_arm recorded, for every no-go and hold arm."""
+    assert demo.summary is not None
+    judged = [a for s in (busy[1], demo.summary) for a in s.arms if a.decision in ("no-go", "hold")]
+    assert judged, "the busy host's and the demo's runs have a hold arm"
+    for arm in judged:
+        legacy = legacy_finding(arm.model_copy(update={"findings": []}))
+        assert legacy is not None, arm.name
+        first = arm.findings[0]
+        assert (legacy.code, legacy.rule, legacy.step, legacy.rule_index) == (
+            first.code, first.rule, first.step, first.rule_index), arm.name
