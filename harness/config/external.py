@@ -2,7 +2,8 @@
 
 The harness reaches it at ``base_url``, scrapes ``metrics_url`` (default ``<base_url>/metrics``), waits until it
 is ready within ``readiness_timeout_s`` and runs the user's ``restart_command`` / ``clear_cache_command`` only
-when a drill asks for a restart or a cache loss. It never starts, stops or changes the server otherwise.
+when a drill asks for a restart or a cache loss. It never starts, stops or changes the server otherwise, except
+that ``cold_start: engine-reset`` (opt-in) asks the engine to empty its caches before the arm.
 
 The scenario's rules across arms (every arm has a ``server`` under that launcher, no two arms name the same server)
 are in :mod:`harness.config.external_arms`; :func:`server_key` says when two URLs are the same server.
@@ -11,6 +12,7 @@ are in :mod:`harness.config.external_arms`; :func:`server_key` says when two URL
 from __future__ import annotations
 
 import shlex
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -55,6 +57,11 @@ class ExternalServer(StrictModel):
     command_timeout_s: float = Field(default=600.0, gt=0, le=7200, description="limit for each command")
     shared_url: bool = Field(default=False, description="declare that an earlier arm names the same server "
                              "(otherwise refused: arms must be distinct servers)")
+    cold_start: Literal["as-found", "engine-reset"] = Field(
+        default="as-found", description="engine-reset: before the arm, empty the server's prefix cache and CPU "
+        "offload tier through vLLM's own POST /reset_prefix_cache?reset_external=true (the server must run with "
+        "VLLM_SERVER_DEV_MODE=1), then prove it with a canary prompt; refused for engines without that endpoint "
+        "and for arms with a disk tier, which the reset keeps (harness/run/cold_reset.py)")
 
     @field_validator("base_url")
     @classmethod

@@ -2,7 +2,9 @@
 
 With ``engine.launcher: external`` every arm has a ``server``, a ``server`` needs that launcher, and two arms may not
 name the same server (same scheme, host and port, with ``localhost`` read as ``127.0.0.1``) unless the later one
-declares ``shared_url: true`` (which an arm whose server no earlier arm names may not declare).
+declares ``shared_url: true`` (which an arm whose server no earlier arm names may not declare). An arm's
+``server.cold_start: engine-reset`` needs an engine with a reset endpoint that empties every tier the arm has
+(:func:`reset_refusal`).
 """
 
 from __future__ import annotations
@@ -38,3 +40,19 @@ def check_external_arms(engine: EngineSpec, arms: Sequence[Arm]) -> None:
             raise ValueError(f"arms[{i}].server.base_url: {arm.server.base_url} is also arm {seen[key]!r}'s "
                              "server; arms must be distinct servers (declare shared_url: true to reuse it)")
         seen.setdefault(key, arm.name)
+        refused = reset_refusal(engine, arm) if arm.server.cold_start == "engine-reset" else None
+        if refused is not None:
+            raise ValueError(f"arms[{i}].server.cold_start: engine-reset {refused}; remove it (the start is then "
+                             "judged as found) or restart the server yourself before the run")
+
+
+def reset_refusal(engine: EngineSpec, arm: Arm) -> str | None:
+    """Why the engine's own reset cannot make this arm's start cold (None: it can). Facts of vLLM 0.32 and
+    TensorRT-LLM 1.0 as in :mod:`harness.run.cold_reset`."""
+    if engine.kind == "trtllm" or (engine.kind == "sim" and engine.sim_flavor == "trtllm"):
+        return ("cannot work with TensorRT-LLM: trtllm-serve has no cache-reset endpoint (it serves /health, "
+                "/metrics, /version and /v1/*)")
+    if arm.fs_tiers():
+        return ("cannot empty this arm's disk tier: vLLM 0.32's reset_external resets the CPU tier but keeps a "
+                "TieringOffloadingSpec's secondary tiers (their files survive resets)")
+    return None

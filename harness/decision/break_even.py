@@ -12,7 +12,9 @@ beyond the noise floor. The lowest improving step and the highest hurting step, 
 * ``harm-only``, ``never-shown`` (neither);
 * ``mixed``: no single crossing (improvement and harm interleave, or harm lies above improvement).
 
-Each answer names the rows that state it, with their intervals.
+Each answer names the rows that state it, with their intervals. A step counted neither way says why
+(``not_counted``, :func:`not_counted`): an effect inside the step's noise floor (with the floor, the comparison and
+the end its interval had to pass), an interval that straddles its limit, neither shown, not judged, host-contended.
 """
 
 from __future__ import annotations
@@ -21,11 +23,50 @@ from collections.abc import Sequence
 from typing import Literal
 
 from harness.decision.effects import num, ratio_text
-from harness.schema.summary import BreakEven, EffectRow, StepSummary
+from harness.schema.summary import BreakEven, EffectRow, NotCountedStep, StepSummary
 
 IMPROVED = ("improvement shown",)
 HURT = ("harm shown", "worse shown")
 BreakEvenStatus = Literal["helps-everywhere", "crossover", "helps-from", "harm-only", "never-shown", "mixed"]
+Side = Literal["improvement", "worse", "harm"]
+
+
+def absorbed(row: EffectRow) -> tuple[Side, float, float] | None:
+    """What ``row`` would have shown without its step's noise floor (``row.floor`` > 1) and does not show with it:
+    ``(side, needed, closeness)``, ``needed`` the end its interval had to pass and ``closeness`` how near it came
+    (1 = at it); None when the floor changed nothing."""
+    ci = row.interval
+    floor = row.floor
+    if floor <= 1.0 or not ci.resolved or ci.lo is None or ci.hi is None or row.limit is None or row.limit <= 0:
+        return None
+    if row.test == "improvement" and row.outcome not in ("improvement shown", "worse shown"):
+        if ci.lo >= row.limit / floor:  # clears min_improvement, not min_improvement x floor
+            return "improvement", row.limit, ci.lo / row.limit
+        if 0 < ci.hi < 1.0:  # below 1, not below 1 / floor
+            return "worse", 1.0 / floor, 1.0 / (floor * ci.hi)
+    if row.test == "harm" and row.outcome != "harm shown" and ci.lo > row.limit / floor:  # above max_ratio only
+        return "harm", row.limit, ci.lo / row.limit
+    return None
+
+
+def not_counted(step: int, label: str, rows: Sequence[EffectRow]) -> NotCountedStep:
+    """Why a step whose ``rows`` show neither an improvement nor harm is not counted (see the module docs)."""
+    floor = max((r.floor for r in rows), default=1.0)
+    if rows and all(r.outcome == "host-contended" for r in rows):
+        return NotCountedStep(step=step, label=label, reason="host-contended", floor=floor)
+    rows = [r for r in rows if r.outcome != "host-contended"]
+    inside = [(r, found) for r in rows if (found := absorbed(r)) is not None]
+    if inside:
+        row, (side, needed, _closeness) = max(inside, key=lambda pair: pair[1][2])
+        return NotCountedStep(step=step, label=label, reason="inside-noise-floor", floor=row.floor, side=side,
+                              needed=round(needed, 4), row=row)
+    open_rows = [r for r in rows if r.outcome == "not settled"]
+    if open_rows:
+        return NotCountedStep(step=step, label=label, reason="not-settled", floor=floor, row=open_rows[0])
+    unjudged = [r for r in rows if r.outcome == "not judged"]
+    if unjudged:
+        return NotCountedStep(step=step, label=label, reason="not-judged", floor=floor, row=unjudged[0])
+    return NotCountedStep(step=step, label=label, reason="neither-shown", floor=floor)
 
 
 def _strength(row: EffectRow) -> float:
@@ -64,9 +105,12 @@ def break_even(rows: Sequence[EffectRow], steps: Sequence[StepSummary]) -> Break
                    key=lambda i: order.get(i, i))
     where = ", ".join(labels.get(i, str(i)) for i in aside)
     note = f"; {where} host-contended, not compared" if aside else ""
+    all_rows = list(rows)
     rows = [r for r in rows if r.outcome != "host-contended"]
     if not rows:
-        return BreakEven(status="never-shown", text=f"never shown: every step tested was host-contended ({where})")
+        return BreakEven(status="never-shown", text=f"never shown: every step tested was host-contended ({where})",
+                         not_counted=[not_counted(i, labels.get(i, str(i)), [r for r in all_rows if r.step == i])
+                                      for i in aside])
     compared = sorted({r.step for r in rows}, key=lambda i: order.get(i, i))
     improved = [i for i in compared if any(r.step == i and r.outcome in IMPROVED for r in rows)]
     hurt = [i for i in compared if any(r.step == i and r.outcome in HURT for r in rows)]
@@ -82,9 +126,12 @@ def break_even(rows: Sequence[EffectRow], steps: Sequence[StepSummary]) -> Break
     imp_labels = [labels.get(i, str(i)) for i in improved]
     harm_labels = [labels.get(i, str(i)) for i in hurt]
 
+    uncounted = sorted({r.step for r in all_rows} - set(improved) - set(hurt), key=lambda i: order.get(i, i))
+    why = [not_counted(i, labels.get(i, str(i)), [r for r in all_rows if r.step == i]) for i in uncounted]
+
     def made(status: BreakEvenStatus, text: str) -> BreakEven:
         return BreakEven(status=status, text=text + note, improvement_from=lo_imp, harm_up_to=hi_harm,
-                         improvement_steps=imp_labels, harm_steps=harm_labels, steps=names)
+                         improvement_steps=imp_labels, harm_steps=harm_labels, steps=names, not_counted=why)
 
     if not improved and not hurt:
         return made("never-shown", f"never shown: neither an improvement nor harm is shown at any step tested "

@@ -47,7 +47,7 @@ def noise_floor(scenario: Scenario, tables: Mapping[str, Any], base: ArmData, df
     table = tables.get(name)
     if table is None:
         if scenario.rules.noise_floor.rerun_baseline:
-            return NoiseFloor(arm=name, message="the baseline re-run (A/A) has no measured steps: no noise floor")
+            return NoiseFloor(arm=name, message="The baseline re-run (A/A) has no measured steps: no noise floor.")
         return None
     rerun = ArmData(name, df[df["arm"] == name] if not df.empty else df, list(table.steps), spans=dict(spans or {}),
                     planned=base.planned)
@@ -70,24 +70,24 @@ def noise_floor(scenario: Scenario, tables: Mapping[str, Any], base: ArmData, df
             shown.append((item, drift))
     aside = "".join(f"; step {i} sets no floor, host-contended ({why})" for i, why in sorted(contended.items()))
     if not shown:
-        what = ("no A/A step was clean of host contention" if contended and any(
+        what = ("No A/A step was clean of host contention" if contended and any(
             drift_shown(i.interval) is not None for i in items) else
-            "the A/A re-run gave no comparable figures (no resolved interval)")
+            "The A/A re-run gave no comparable figures (no resolved interval)")
         return NoiseFloor(arm=name, items=items, steps=rerun.steps, host_contended=contended,
-                          message=f"{what}: no noise floor{aside}")
+                          message=f"{what}: no noise floor{aside}.")
     per_step: dict[int, float] = {}
     for item, drift in shown:
         per_step[item.step] = round(max(per_step.get(item.step, 1.0), drift), 4)
     worst, factor = max(shown, key=lambda pair: pair[1])
     if factor <= 1.0:
-        text = ("every A/A interval contains 1: the re-run shows no drift beyond sampling noise, which the "
-                "intervals already cover")
+        text = ("Every A/A interval contains 1: the re-run shows no drift beyond the sampling noise the intervals "
+                "already cover")
     else:
-        text = (f"the baseline re-run shows drift of up to {factor:.3f}x beyond sampling noise ({worst.measure} at "
-                f"step {worst.step}: {worst.interval.ratio:.3f}x [{worst.interval.lo:.3f}, {worst.interval.hi:.3f}]); "
-                "effects inside a step's drift do not decide")
+        text = (f"Largest A/A drift beyond sampling noise: {factor:.3f}x, {worst.measure} at step {worst.step} "
+                f"({worst.interval.ratio:.3f}x [{worst.interval.lo:.3f}, {worst.interval.hi:.3f}] at "
+                f"{worst.interval.confidence:.0%}); effects inside a step's drift do not decide")
     return NoiseFloor(arm=name, items=items, steps=rerun.steps, factor=round(factor, 4), per_step=per_step,
-                      message=text + aside, host_contended=contended)
+                      message=f"{text}{aside}.", host_contended=contended)
 
 
 def drift_shown(ci: RatioCI) -> float | None:

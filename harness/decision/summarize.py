@@ -31,6 +31,7 @@ from harness.decision.rules.causal import fit_rule
 from harness.decision.rules.fit import fit_screen, reuse_share
 from harness.decision.rules.load_host import judged_steps
 from harness.decision.value import value_section
+from harness.decision.value_marginal import with_value_findings
 from harness.rundir.attempts import counted_entries, counted_rows
 from harness.rundir.entries import ArmEvent, StepEntry
 from harness.rundir.journal import read_arm_events, read_step_entries
@@ -233,8 +234,11 @@ def rebuild_summary(run_dir: Path) -> Summary:
     looks = scenario.steps.sequential.looks if scenario.steps.sequential.enabled else 1
     floors = floor.per_step if floor is not None else None
     evaluated: list[ArmEvaluation] = []
+    without_newest: dict[str, str] = {}  # tier arm -> the arm without its newest tier (earns its keep's, value's)
     for index, arm in enumerate(scenario.arms):
         prev = data[index - 1] if index > 0 else None
+        if prev is not None:
+            without_newest[arm.name] = prev.name
         evaluated.append(evaluate_arm(scenario, arm, index, data[index], data[0], prev, wins_by_arm[arm.name],
                                       looks=looks, floors=floors))
     base_summary = _arm_summary(scenario, 0, events, manifest, run, data[0], evaluated[0], [])
@@ -257,7 +261,9 @@ def rebuild_summary(run_dir: Path) -> Summary:
     outcome = records_verdict(gaps) if gaps else verdict(arms)  # unreadable records: no verdict about any tier
     drills = drill_results(run, scenario, all_df, journaled)
     capacity = capacity_section(scenario, all_df, step_entries)  # steps.search: informs, not in the verdict
-    value = value_section(scenario, df, all_df, step_entries, arms, capacity, validation)  # value:, informs
+    value = value_section(scenario, df, all_df, step_entries, arms, capacity, validation,
+                          without_newest)  # value:, informs
+    arms = with_value_findings(arms, value)  # a negative marginal value: a reason that decides nothing, listed last
     if manifest.get("resumed"):
         warnings.append("this run was resumed: an arm resumed mid-way restarted on a fresh server, so its caches "
                         "did not carry over into the resumed steps")

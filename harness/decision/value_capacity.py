@@ -1,5 +1,5 @@
-"""Capacity per server in the demand's unit (requests/s or output tokens/s), with an interval and its source, for
-the ``value:`` section (:mod:`harness.decision.value`).
+"""The per-server throughput in the demand's unit (requests/s or output tokens/s), with an interval and its source,
+for the ``value:`` section (:mod:`harness.decision.value`).
 
 From the capacity search (``steps.search``) when it ran: the throughput of successful requests at the highest load
 that met the search's budget (its lower end: the capacity at SLO is at least what that probe served) up to the
@@ -7,8 +7,9 @@ throughput at the lowest load that did not meet it (its upper end: beyond it the
 interval (batch means, :mod:`harness.stats.block_rate`) widens the bracket outward.
 
 Without a search: the goodput of the fixed steps — requests (or their output tokens) that met every SLO, per
-second — at the step where it is highest. A fixed step is not a search: a server never pushed past it may hold more,
-and the source line says so.
+second — at the step where it is highest. That is not capacity at the SLO (basis ``step-goodput``, not ``search``): a
+server never pushed past its highest step may hold more, so at that step the figure may understate capacity
+(``at_top_step``), and the source line says so.
 """
 
 from __future__ import annotations
@@ -28,16 +29,20 @@ from harness.decision.capacity_summary import probe_entries
 from harness.rundir.attempts import row_attempts
 from harness.rundir.entries import StepEntry
 from harness.schema.capacity import CapacityArm, CapacitySection
-from harness.schema.value import Figure
+from harness.schema.value import CapacityBasis, Figure
 from harness.stats.block_rate import RATE_METHOD, RateCI, rate_interval
 
 
 @dataclass
 class ArmCapacity:
-    """An arm's capacity per server (None: not measured) and why, or what to keep in mind."""
+    """An arm's per-server figure (None: not measured), what it is (``basis``; for step goodput the ``step`` label
+    and whether that is the arm's highest step, ``at_top_step``) and why it is absent, or what to keep in mind."""
 
     figure: Figure | None
     notes: list[str] = field(default_factory=list)
+    basis: CapacityBasis | None = None
+    step: str | None = None
+    at_top_step: bool = False
 
 
 def _rate(part: pd.DataFrame, entry: StepEntry, unit: str, good: np.ndarray, level: float) -> RateCI | None:
@@ -87,7 +92,8 @@ def step_goodput(scenario: Scenario, df: pd.DataFrame, entries: Sequence[StepEnt
     if not rate.resolved:
         notes.append(f"{arm}: step {label} had too few good requests for an interval ({rate.blocks} slices)")
     return ArmCapacity(Figure(value=rate.rate, lo=rate.lo, hi=rate.hi, unit=unit, confidence=level,
-                              source=source), notes)
+                              source=source), notes, basis="step-goodput", step=label,
+                       at_top_step=best.step == spans[-1].step)
 
 
 def _probe_part(all_df: pd.DataFrame, entry: StepEntry) -> pd.DataFrame:
@@ -135,12 +141,14 @@ def search_capacity(scenario: Scenario, all_df: pd.DataFrame, entries: Sequence[
         notes.append(f"{cap.arm}: the search stopped before its bracket reached the resolution")
     if value is None and lo is None and hi is None:
         return ArmCapacity(None, [*notes, f"{cap.arm}: no throughput could be measured at the search's bracket"])
-    return ArmCapacity(Figure(value=value, lo=lo, hi=hi, unit=unit, confidence=None, source=source), notes)
+    return ArmCapacity(Figure(value=value, lo=lo, hi=hi, unit=unit, confidence=None, source=source), notes,
+                       basis="search")
 
 
 def arm_capacities(scenario: Scenario, df: pd.DataFrame, all_df: pd.DataFrame, entries: Sequence[StepEntry],
                    capacity: CapacitySection | None, unit: str, level: float) -> list[ArmCapacity]:
-    """Each arm's capacity per server, in scenario order: from the search when one ran, else per-step goodput."""
+    """Each arm's per-server figure, in scenario order: capacity at the SLO from the search when one ran, else the
+    best fixed step's goodput (basis step-goodput)."""
     if capacity is not None:
         by_arm = {c.arm: c for c in capacity.arms}
         return [search_capacity(scenario, all_df, entries, by_arm[a.name], capacity.kind, unit, level)

@@ -1,11 +1,16 @@
 """Charts over time and by class: windowed p99 (and any other percentile a budget rule was judged at) with breached
-windows, TTFT by hit class, and the runs trend."""
+windows, TTFT by hit class, and the runs trend.
+
+The runs trend's value axis is set by the runs, not by one wild run: a point above the far-out fence of the
+points' logarithms (:func:`off_scale_fence`) is drawn as an arrow at the top edge with its value beside it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -221,6 +226,43 @@ def _markers(ax: Axes, markers: Sequence[TrendMarker], runs: int) -> None:
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.75, "pad": 0.6})
 
 
+OFF_SCALE_IQRS = 3.0  # Tukey's far-out fence, on the logarithms of the plotted p99s
+MIN_LOG_IQR = math.log(2.0)  # the spread the fence assumes at least: a run within 8x of the upper quartile is drawn
+
+
+def off_scale_fence(values: Sequence[float]) -> float | None:
+    """The value above which a trend point is off the scale (None: too few points to tell, or none are positive)."""
+    logs = np.log(np.asarray([v for v in values if math.isfinite(v) and v > 0], dtype=np.float64))
+    if len(logs) < 4:
+        return None
+    q25, q75 = np.quantile(logs, [0.25, 0.75])
+    return float(np.exp(q75 + OFF_SCALE_IQRS * max(float(q75 - q25), MIN_LOG_IQR)))
+
+
+def _tick_number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) < 1e9 else f"{value:.3g}"
+
+
+def _finite(values: Sequence[float | None]) -> list[float | None]:
+    return [v if v is not None and math.isfinite(v) else None for v in values]
+
+
+def _off_scale(ax: Axes, series: Sequence[TrendSeries], fence: float | None, drawn: Sequence[float]) -> bool:
+    """Set the top of the axis from the points under ``fence``; mark those above it at the top edge."""
+    inside = [v for v in drawn if math.isfinite(v) and (fence is None or v <= fence)]
+    if fence is None or not inside or max(drawn, default=0.0) <= fence:
+        return False
+    top = max(inside) * 1.12
+    ax.set_ylim(bottom=0, top=top)
+    for i, s in enumerate(series):
+        for x, v in enumerate(_finite(s.values)):
+            if v is not None and v > fence:
+                ax.plot([x], [top], linestyle="none", marker="^", markersize=7, color=arm_colour(i), clip_on=False)
+                ax.annotate(f"{_tick_number(v)} ms", (x, top), xytext=(4, -9), textcoords="offset points",
+                            fontsize=6.5, color=arm_colour(i), annotation_clip=False)
+    return True
+
+
 def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequence[TrendSeries],
                 markers: Sequence[TrendMarker] = ()) -> Chart:
     """p99 TTFT per arm across runs (oldest left), for the results index; ``markers``: change points found."""
@@ -230,16 +272,23 @@ def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequen
     if markers:
         caption += (" Dashed verticals mark change points in this scenario's history (in the arm's colour, before "
                     "the first run at the new level; label: arm, measure and after/before ratio), listed below.")
+    series = [TrendSeries(arm=s.arm, values=_finite(s.values), cis=_finite_cis(s)) for s in series]
     if not run_labels or not any(v is not None for s in series for v in s.values):
         return Chart(name, title, caption, None, "No run has a p99 TTFT to plot.")
     with chart_style(name):
         fig = new_figure(max(6.0, min(14.0, 0.35 * len(run_labels) + 3.0)), 3.4, bottom=1.0, top=0.2)
         ax = fig.add_subplot()
+        drawn: list[float] = []
         for i, s in enumerate(series):
             cis = s.cis if s.cis is not None and len(s.cis) == len(s.values) else [None] * len(s.values)
             pts = charts_ci.split([float(x) for x in range(len(s.values))], s.values, cis)
             charts_ci.draw(ax, pts, arm_colour(i))
+            drawn.extend(pts.values())
             ax.plot([], [], color=arm_colour(i), marker="o", markersize=3.5, linewidth=1.4, label=short(s.arm, 24))
+        fence = off_scale_fence([v for s in series for v in s.values if v is not None])
+        if _off_scale(ax, series, fence, drawn):
+            caption += (" An arrow at the top edge is a run off the scale, its p99 printed beside it: the axis is set "
+                        "by the other runs.")
         _markers(ax, markers, len(run_labels))
         step = max(1, len(run_labels) // 12)
         ticks = list(range(0, len(run_labels), step))
@@ -249,3 +298,11 @@ def trend_chart(name: str, title: str, run_labels: Sequence[str], series: Sequen
         charts_ci.plain_ticks(ax)
         ax.legend(loc="upper left", fontsize=7.5)
         return Chart(name, title, caption, to_svg(fig, name))
+
+
+def _finite_cis(s: TrendSeries) -> list[QuantileCI | None] | None:
+    """The series' intervals, an interval with an end that is not finite dropped."""
+    if s.cis is None:
+        return None
+    return [None if ci is not None and any(e is not None and not math.isfinite(e) for e in (ci.lo, ci.hi)) else ci
+            for ci in s.cis]

@@ -8,25 +8,34 @@ How runs are grouped into one history: the runs of one scenario (the window the 
 newest :data:`harness.report.index.MAX_TREND_RUNS`, at most :data:`MAX_HISTORY`) with the same engine kind and model,
 per arm and per measure (:data:`MEASURES`), each at the same step: the step that is the arm's highest-load step in
 the newest run of the history, matched by label (a run without that step, or without a figure there, leaves a gap).
-The engine image is *not* part of the group: a new image is the most common reason a baseline moves, and splitting
-the history at each image would hide exactly that; instead every change point names the image before and after it.
-A p99 the step could not resolve ("at least") is no figure to compare and is left out, like NaNs, infinities and
-non-positive values. Nothing here raises on odd input: a history that cannot be tested carries the reason.
+The engine image, its version and the scenario's hash are *not* part of the group: a new image is the most common
+reason a baseline moves, and splitting the history at each would hide exactly that; instead every change point
+carries them before and after it, and one that coincides with a change of any of them is attributed to it
+(:mod:`harness.report.drift_causes`). A p99 the step could not resolve ("at least") is no figure to compare and is
+left out, like non-positive values; NaNs, infinities and figures beyond any measurement are left out too and listed
+as invalid (:mod:`harness.report.index_figures`). Each tested history carries its run-to-run spread and the
+smallest shift the rule finds at that spread, by simulation (:mod:`harness.report.drift_power`), so a quiet history
+is not read as one where nothing moved. Nothing here raises on odd input: a history that cannot be tested carries
+the reason.
 """
 
 from __future__ import annotations
 
-import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.boundary import short_message
-from harness.schema.summary import StepSummary, Summary
-from harness.stats import changepoint
+from harness.report.drift_causes import Cause, Coincidence, cause, coincidences
+from harness.report.drift_power import DetectableShift, detectable_shift
+from harness.report.index_figures import InvalidFigure, checked, step_figures
+from harness.schema.summary import Summary
+from harness.stats import changepoint, detectability
+from harness.stats.detectability import Estimator
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,10 @@ class DriftRun(Protocol):
     @property
     def image(self) -> str | None: ...
     @property
+    def scenario_hash(self) -> str | None: ...
+    @property
+    def engine_version(self) -> str | None: ...
+    @property
     def top_step(self) -> dict[str, str]: ...
     @property
     def step_measures(self) -> StepMeasures: ...
@@ -93,6 +106,12 @@ class DriftPoint(BaseModel):
     worse: bool  # the move is against the measure (a slower TTFT, fewer tokens/s)
     image_before: str | None
     image_after: str | None
+    scenario_hash_before: str | None = None
+    scenario_hash_after: str | None = None
+    engine_version_before: str | None = None
+    engine_version_after: str | None = None
+    coincides: list[Coincidence] = Field(default_factory=list)  # scenario/engine changes within one run of it
+    cause: Cause = "drift"  # what it is attributed to: a scenario change, an engine change, else drift
 
 
 class DriftSeries(BaseModel):
@@ -110,6 +129,8 @@ class DriftSeries(BaseModel):
     alpha: float | None = None  # the p-value this history had to reach (the scenario's alpha over its histories)
     change_points: int = 0
     note: str = ""
+    spread: float | None = None  # run-to-run spread: robust SD of the log figures (successive differences)
+    detectable: DetectableShift | None = None  # the smallest shift the rule finds at that spread (simulated)
 
 
 class DriftReport(BaseModel):
@@ -120,6 +141,8 @@ class DriftReport(BaseModel):
     family_alpha: float = FAMILY_ALPHA  # per scenario, over all its histories
     min_runs: int = changepoint.MIN_RUNS
     min_shift: float = changepoint.MIN_SHIFT
+    detect_power: float = detectability.POWER  # a shift counts as detectable when found this often (simulated)
+    detect_method: str = detectability.METHOD
     max_runs: int = 0  # runs per scenario looked at (the newest)
     points: list[DriftPoint] = Field(default_factory=list)
     series: list[DriftSeries] = Field(default_factory=list)
@@ -133,33 +156,29 @@ class DriftReport(BaseModel):
         return [(scenario, note, n) for (scenario, note), n in counts.items()]
 
 
-def _figure(value: float | None) -> float | None:
+def _figure(value: float | None, measure: str = "ttft_p99_ms") -> float | None:
+    """A comparable figure: positive and a possible measurement (None otherwise)."""
     if value is None or isinstance(value, bool):
         return None
     try:
-        out = float(value)
+        out = checked("", "", measure, float(value), [])
     except (TypeError, ValueError, OverflowError):
         return None
-    return out if math.isfinite(out) and out > 0 else None
+    return out if out is not None and out > 0 else None
 
 
-def _step_values(step: StepSummary) -> dict[str, float | None]:
-    def p99(ttft: bool) -> float | None:
-        pct = step.ttft_ms if ttft else step.itl_ms
-        unresolved = pct.p99_ci is not None and not pct.p99_ci.resolved
-        return None if unresolved else _figure(pct.p99)
-
-    return {"ttft_p99_ms": p99(True), "itl_p99_ms": p99(False),
-            "output_tokens_per_s": _figure(step.output_tokens_per_s)}
-
-
-def step_measures(summary: Summary) -> StepMeasures:
-    """Per arm and step label, the deciding measures (None: not a comparable figure)."""
+def step_measures(summary: Summary, invalid: list[InvalidFigure] | None = None) -> StepMeasures:
+    """Per arm and step label, the deciding measures (None: not a comparable figure); figures that cannot be
+    measurements are appended to ``invalid``."""
+    refused = invalid if invalid is not None else []
     out: StepMeasures = {}
     for arm in summary.arms:
         steps = out.setdefault(arm.name, {})
-        for step in arm.steps:
-            steps[step.label] = _step_values(step)  # a repeated label: the later (higher-load) step
+        for step in arm.steps:  # a repeated label: the later (higher-load) step
+            figures = {key: checked(arm.name, step.label, key, value, refused)
+                       for key, value in step_figures(step).items()}
+            steps[step.label] = {key: value if value is not None and value > 0 else None
+                                 for key, value in figures.items()}
     return out
 
 
@@ -187,7 +206,8 @@ Present = list[tuple[int, DriftRun, float]]  # (position among the scenario's ru
 def _present(runs: Sequence[tuple[int, DriftRun]], arm: str, measure: Measure) -> tuple[str, Present]:
     """The history's step (the arm's top step in its newest run) and the runs with a figure there."""
     step = next((r.top_step[arm] for _, r in reversed(runs) if arm in r.top_step), "")
-    points = [(i, r, _figure(r.step_measures.get(arm, {}).get(step, {}).get(measure.key))) for i, r in runs]
+    points = [(i, r, _figure(r.step_measures.get(arm, {}).get(step, {}).get(measure.key), measure.key))
+              for i, r in runs]
     return step, [(i, r, v) for i, r, v in points if v is not None]
 
 
@@ -204,22 +224,30 @@ def _history(scenario: str, runs: Sequence[tuple[int, DriftRun]], arm: str, meas
     except Exception as exc:  # a history that cannot be tested says why; the index goes on
         return series.model_copy(update={"note": f"not tested: {short_message(exc)}"}), []
     found: list[DriftPoint] = []
+    history = [r for _, r, _ in present]
     for cp in test.change_points:
         index, run, _ = present[cp.index]
         before = present[cp.index - 1][1]
+        near = coincidences(history, cp.index)
         found.append(DriftPoint(
             scenario=scenario, engine=engine, model=model, arm=arm, measure=measure.key,
             measure_label=measure.label, unit=measure.unit, step=step, run_dir=run.run_dir,
             started_at=run.started_at, run_index=index, before_median=cp.before_median,
             after_median=cp.after_median, ratio=cp.ratio, p_value=cp.p_value, alpha=alpha, n_before=cp.n_before,
             n_after=cp.n_after, worse=(cp.ratio > 1) == measure.lower_is_better, image_before=before.image,
-            image_after=run.image))
-    update = {"tested": test.tested, "note": test.note, "change_points": len(found), "alpha": alpha}
+            image_after=run.image, scenario_hash_before=before.scenario_hash, scenario_hash_after=run.scenario_hash,
+            engine_version_before=before.engine_version, engine_version_after=run.engine_version, coincides=near,
+            cause=cause(near)))
+    spread = changepoint.noise_scale(np.log(np.asarray([v for _, _, v in present], dtype=np.float64)))
+    update = {"tested": test.tested, "note": test.note, "change_points": len(found), "alpha": alpha,
+              "spread": spread}
     return series.model_copy(update=update), found
 
 
-def scenario_drift(scenario: str, runs: Sequence[DriftRun]) -> tuple[list[DriftSeries], list[DriftPoint]]:
-    """Histories and change points of one scenario's runs (oldest first), grouped by engine and model."""
+def scenario_drift(scenario: str, runs: Sequence[DriftRun], estimator: Estimator | None = None,
+                   ) -> tuple[list[DriftSeries], list[DriftPoint]]:
+    """Histories and change points of one scenario's runs (oldest first), grouped by engine and model; with an
+    ``estimator``, each tested history's detectable shift (the p99 TTFT histories first, while its budget lasts)."""
     groups: dict[tuple[str | None, str | None], list[tuple[int, DriftRun]]] = {}
     first = max(0, len(runs) - MAX_HISTORY)
     for i, run in enumerate(runs[first:], start=first):
@@ -242,13 +270,24 @@ def scenario_drift(scenario: str, runs: Sequence[DriftRun]) -> tuple[list[DriftS
         s, p = _history(scenario, members, arm, measure, step, present, alpha)
         series.append(s)
         points.extend(p)
+    if estimator is not None:
+        order = [m.key for m in MEASURES]
+        for k in sorted(range(len(series)), key=lambda k: order.index(series[k].measure)):
+            if series[k].tested:
+                series[k] = series[k].model_copy(update={"detectable": detectable_shift(series[k], estimator)})
     return series, points
+
+
+def _bounded(v: float) -> str:
+    """A median as shown: ``2,650``, ``87.5``; never more than about ten digits (``1.2e+12``)."""
+    if abs(v) >= 1e10:
+        return f"{v:.3g}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def change_text(point: DriftPoint) -> str:
     """``2,650 → 3,190 ms (+20.4%, worse)``."""
-    def fmt(v: float) -> str:
-        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+    fmt = _bounded
 
     word = "worse" if point.worse else "better"
     return (f"{fmt(point.before_median)} → {fmt(point.after_median)} {point.unit} "
@@ -268,6 +307,38 @@ def image_text(point: DriftPoint) -> str:
     return f"image {point.image_before or 'unknown'} → {point.image_after or 'unknown'}"
 
 
+_WHAT = {"scenario": "scenario", "engine-version": "engine version", "image": "engine image"}
+_WHERE = {-1: "one run before it", 0: "at this run", 1: "one run after it"}
+
+
+def _short(value: str, what: str) -> str:
+    return value[:12] if what == "scenario" else value
+
+
+def cause_text(point: DriftPoint) -> str:
+    """What the change point is attributed to: ``scenario changed at this run (a3fd0fb9e3d6 → 5c2e…)``, ``engine
+    version changed one run before it (0.32.0 → 0.33.0)``, or ``drift: same scenario, engine version and image``."""
+    if point.coincides:
+        return "; ".join(f"{_WHAT[c.what]} changed {_WHERE.get(c.offset, 'near it')} "
+                         f"({_short(c.before, c.what)} → {_short(c.after, c.what)})" for c in point.coincides)
+    same = [name for name, before, after in (
+        ("scenario", point.scenario_hash_before, point.scenario_hash_after),
+        ("engine version", point.engine_version_before, point.engine_version_after),
+        ("image", point.image_before, point.image_after)) if before and before == after]
+    unknown = [name for name, before, after in (
+        ("engine version", point.engine_version_before, point.engine_version_after),
+        ("image", point.image_before, point.image_after)) if not (before and after)]
+    text = "drift: same " + ", ".join(same) if same else "drift"
+    return text + (f" ({' and '.join(unknown)} not recorded)" if unknown else "")
+
+
+def measure_label(key: str) -> str:
+    """``p99 TTFT`` for ``ttft_p99_ms`` (the key itself when unknown)."""
+    return next((m.label for m in MEASURES if m.key == key), key)
+
+
 def marker_label(point: DriftPoint) -> str:
     """The short label a trend chart puts on the change point's line."""
-    return f"{point.arm} {point.measure_label} ×{point.ratio:.2f}"
+    label = f"{point.arm} {point.measure_label} ×{point.ratio:.2f}"
+    return label + {"drift": "", "scenario-changed": " (scenario changed)", "engine-changed": " (engine changed)"}[
+        point.cause]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.report.fmt_ci import ratio_view
-from harness.schema.summary import ArmSummary, EffectRow, Summary
+from harness.schema.summary import ArmSummary, EffectRow, NotCountedStep, Summary
 
 _MEASURES = {"output_tokens_per_s": "output tokens/s", "goodput": "goodput (share within SLO)"}
 LEGEND = ("Improvement rows (earns its keep): this arm over the arm without its newest tier, > 1 = better; the "
@@ -83,11 +83,50 @@ def effect_arms(summary: Summary) -> list[ArmSummary]:
     return [a for a in summary.arms if a.effects or a.break_even is not None]
 
 
-def break_even_line(arm: ArmSummary) -> str:
-    """One line: ``break-even: helps at every step tested (c8-c32); ...`` ('' when none)."""
+_SIDE_NEEDS = {"improvement": "an improvement needs the lower end ≥ {:.2f}x",
+               "worse": "worse needs the upper end below {:.2f}x",
+               "harm": "harm needs the lower end above {:.2f}x"}
+_NOT_COUNTED = {"not-settled": "not settled (an interval straddles its limit)",
+                "neither-shown": "neither an improvement nor harm shown",
+                "not-judged": "not judged (too few requests)"}
+
+
+def not_counted_words(step: NotCountedStep, usual_confidence: float = 0.95) -> str:
+    """``c16 inside its noise floor 1.06x (output tokens/s 0.91x [0.87–0.96] vs cpu-16g; worse needs the upper end
+    below 0.94x)``, ``c8 not settled (...)``; '' for a host-contended step (the break-even's text says so)."""
+    name = step.label or f"step {step.step}"
+    if step.reason == "inside-noise-floor" and step.row is not None and step.side is not None:
+        needs = _SIDE_NEEDS[step.side].format(step.needed) if step.needed is not None else ""
+        row = step.row
+        return (f"{name} inside its noise floor {step.floor:.2f}x ({measure_name(row)} "
+                f"{ratio_view(row.interval, usual_confidence).text} vs {row.versus}; {needs})")
+    return f"{name} {_NOT_COUNTED[step.reason]}" if step.reason in _NOT_COUNTED else ""
+
+
+def _grouped(steps: list[NotCountedStep]) -> list[str]:
+    """Each step inside its noise floor on its own (its floor and row differ); the other reasons one phrase each,
+    naming their steps (``c8, c16 not settled (...)``); host-contended steps left to the break-even's text."""
+    out = [not_counted_words(s) for s in steps if s.reason == "inside-noise-floor"]
+    for reason, words in _NOT_COUNTED.items():
+        names = [s.label or f"step {s.step}" for s in steps if s.reason == reason]
+        if names:
+            out.append(f"{', '.join(names)} {words}")
+    return [w for w in out if w]
+
+
+def break_even_words(arm: ArmSummary) -> str:
+    """The break-even's text, then the steps it counted neither way and why (``BreakEven.not_counted``); ''
+    when none."""
     if arm.break_even is None or not arm.break_even.text:
         return ""
-    return f"break-even: {arm.break_even.text}"
+    why = _grouped(arm.break_even.not_counted)
+    return arm.break_even.text + (f"; not counted: {'; '.join(why)}" if why else "")
+
+
+def break_even_line(arm: ArmSummary) -> str:
+    """One line: ``break-even: helps at every step tested (c8-c32); ...`` ('' when none)."""
+    words = break_even_words(arm)
+    return f"break-even: {words}" if words else ""
 
 
 def effect_lines(arm: ArmSummary, usual_confidence: float = 0.95) -> list[str]:

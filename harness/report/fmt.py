@@ -1,13 +1,18 @@
-"""Number formatting shared by the HTML and Markdown reports: a value that is None never prints as 0."""
+"""Number formatting shared by the HTML and Markdown reports: a value that is None never prints as 0, one that is not
+finite (NaN, infinity) prints as ``invalid``, never as ``nan``/``inf``, and none prints more than about a dozen
+digits (``1e+308 ms``, not a 309-digit number)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from decimal import Decimal
 
 from harness.schema.summary import ArmSummary, HitTokens, StepSummary, Summary
 
 MISSING = "missing"
+INVALID = "invalid"  # a value that is not a finite number
+HUGE = 1e12  # at and above this magnitude a number is written in scientific notation (``1.2e+15``)
 
 _TITLES = {"go": "GO", "hold": "HOLD", "no-go": "NO-GO", "slo-unmet": "SLO UNMET", "failed": "RUN FAILED"}
 
@@ -30,10 +35,17 @@ def _bad(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and not math.isfinite(value))
 
 
+def _absent(value: float | None, none: str) -> str:
+    """What a value that is no number prints as: ``none`` for None, :data:`INVALID` for NaN or infinity."""
+    return none if value is None else INVALID
+
+
 def ms(value: float | None, none: str = MISSING) -> str:
-    """Milliseconds with sensible precision: ``1,234 ms``, ``87.5 ms``, ``0.42 ms``."""
+    """Milliseconds with sensible precision: ``1,234 ms``, ``87.5 ms``, ``0.42 ms`` (``1e+308 ms`` when huge)."""
     if value is None or _bad(value):
-        return none
+        return _absent(value, none)
+    if abs(value) >= HUGE:
+        return f"{value:.3g} ms"
     if abs(value) >= 100:
         return f"{value:,.0f} ms"
     if abs(value) >= 1:
@@ -42,9 +54,11 @@ def ms(value: float | None, none: str = MISSING) -> str:
 
 
 def num(value: float | None, digits: int = 1, none: str = MISSING) -> str:
-    """A plain number with thousands separators."""
+    """A plain number with thousands separators (scientific when huge)."""
     if value is None or _bad(value):
-        return none
+        return _absent(value, none)
+    if abs(value) >= HUGE:
+        return f"{value:.3g}"
     if float(value).is_integer() and digits == 0:
         return f"{int(value):,}"
     return f"{value:,.{digits}f}"
@@ -53,21 +67,27 @@ def num(value: float | None, digits: int = 1, none: str = MISSING) -> str:
 def pct(value: float | None, digits: int = 1, none: str = MISSING) -> str:
     """A share (0..1) as a percentage."""
     if value is None or _bad(value):
-        return none
+        return _absent(value, none)
+    if abs(value) >= HUGE:
+        return f"{value * 100:.3g}%"
     return f"{value * 100:.{digits}f}%"
 
 
 def ratio(value: float | None, none: str = "n/a") -> str:
     """A ratio such as ``0.65x``."""
     if value is None or _bad(value):
-        return none
+        return _absent(value, none)
+    if abs(value) >= HUGE:
+        return f"{value:.3g}x"
     return f"{value:.2f}x"
 
 
 def gib(value: float | int | None, none: str = MISSING) -> str:
     """Bytes as GiB (or MiB below 1 GiB), number and unit joined by a no-break space."""
     if value is None or _bad(float(value)):
-        return none
+        return _absent(None if value is None else float(value), none)
+    if abs(value) >= HUGE * (1 << 30):
+        return f"{value / (1 << 30):.3g}\u00a0GiB"
     if abs(value) >= 1 << 30:
         return f"{value / (1 << 30):,.1f}\u00a0GiB"
     return f"{value / (1 << 20):,.1f}\u00a0MiB"
@@ -75,7 +95,9 @@ def gib(value: float | int | None, none: str = MISSING) -> str:
 
 def tokens(value: int | None, none: str = MISSING) -> str:
     """A token count with thousands separators."""
-    return none if value is None else f"{value:,}"
+    if value is None:
+        return none
+    return f"{Decimal(value):.3g}" if abs(value) >= HUGE else f"{value:,}"  # Decimal: ints beyond any float
 
 
 def top_step(arm: ArmSummary) -> StepSummary | None:

@@ -4,20 +4,24 @@ A percentile is a measurement with a sample size and an interval: ``2,310 ms [2,
 cannot resolve is never printed as if exact: ``≥ 812 ms (n=40, unresolved)`` (the sample bounds it from below
 only; the sample percentile itself goes to the tooltip). A percentile recorded without an interval (an older
 summary) says so: ``2,310 ms (n=412, no interval)``. Ratios read ``0.65x [0.58–0.73]`` or
-``unresolved (point 0.93x)``.
+``unresolved (point 0.93x)``; a ratio interval unbounded above reads ``[0.80–∞]``. A percentile, interval end or
+ratio that is not a finite number otherwise (NaN; an infinite percentile or ratio: never one the harness writes, but
+a summary built in memory may carry one) reads ``invalid (not a finite number)``, never ``nan`` or ``inf``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from harness.report.fmt import MISSING, ms, ratio
+from harness.report.fmt import INVALID, MISSING, ms, ratio
 from harness.schema.intervals import Percentiles, QuantileCI, RatioCI
 from harness.schema.summary import RuleResult, Statistics, Summary
 
-Kind = Literal["none", "exact", "point", "at-least", "at-most", "unresolved"]
+Kind = Literal["none", "exact", "point", "at-least", "at-most", "unresolved", "invalid"]
+NOT_FINITE = "not a finite number"
 _Q = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 
 
@@ -46,7 +50,7 @@ class PctView:
     @property
     def unresolved(self) -> bool:
         """True when the figure must not be read as exact (bounded on one side only, or not at all)."""
-        return self.kind in ("at-least", "at-most", "unresolved")
+        return self.kind in ("at-least", "at-most", "unresolved", "invalid")
 
     @property
     def parts(self) -> list[str]:
@@ -63,6 +67,17 @@ class PctView:
         return f"{self.value} ({self.detail})"
 
 
+def _not_finite(*values: float | None) -> bool:
+    return any(v is not None and not math.isfinite(v) for v in values)
+
+
+def _end(value: float) -> str:
+    """A ratio interval's end: ``0.73``, or ``∞`` for an end unbounded above (``-∞`` below)."""
+    if math.isinf(value):
+        return "∞" if value > 0 else "-∞"
+    return f"{value:.2f}"
+
+
 def _range(lo: float, hi: float, unit: str) -> str:
     if unit == "ms":
         return f"[{ms(lo).removesuffix(' ms')}–{ms(hi).removesuffix(' ms')}]"
@@ -71,6 +86,9 @@ def _range(lo: float, hi: float, unit: str) -> str:
 
 def interval_view(value: float | None, ci: QuantileCI | None, *, count: int = 0, pct: str = "p99") -> PctView:
     """A percentile from its sample value and interval (``count`` is the sample size when there is no interval)."""
+    if _not_finite(value, *((ci.lo, ci.hi) if ci is not None else ())):
+        n = ci.n if ci is not None else count
+        return PctView("invalid", INVALID, NOT_FINITE, f"the {pct} or its interval is not a finite number", n)
     if value is None:
         if count == 0 and (ci is None or ci.n == 0):
             return PctView("none", "no samples", n=0)
@@ -100,6 +118,8 @@ def point_view(value: float | None, n: int, pct: str = "p99", confidence: float 
     """A percentile recorded without an interval (drill phases): marked unresolved when ``n`` is too small."""
     if value is None:
         return PctView("none", "no samples" if n <= 0 else MISSING, n=n)
+    if _not_finite(value):
+        return PctView("invalid", INVALID, NOT_FINITE, f"the {pct} is not a finite number", n)
     need = samples_to_resolve(pct, confidence)
     if n < need:
         return PctView("unresolved", ms(value), f"n={n:,}, unresolved",
@@ -126,9 +146,11 @@ def ratio_view(ci: RatioCI | None, usual_confidence: float = 0.95) -> RatioView:
     if ci is None:
         return RatioView("n/a", False)
     note = "; ".join(x for x in (f"{ci.confidence:.1%} {ci.method}" if ci.method else "", ci.note or "") if x)
+    if _not_finite(ci.ratio) or any(v is not None and math.isnan(v) for v in (ci.lo, ci.hi)):
+        return RatioView(f"{INVALID} ({NOT_FINITE})", False, note)
     if ci.resolved and ci.lo is not None and ci.hi is not None and ci.ratio is not None:
         at = f" at {ci.confidence:.1%}" if abs(ci.confidence - usual_confidence) > 1e-6 else ""
-        return RatioView(f"{ratio(ci.ratio)} [{ci.lo:.2f}–{ci.hi:.2f}]{at}", True, note)
+        return RatioView(f"{ratio(ci.ratio)} [{_end(ci.lo)}–{_end(ci.hi)}]{at}", True, note)
     if ci.ratio is None:
         return RatioView("unresolved", False, note)
     return RatioView(f"unresolved (point {ratio(ci.ratio)})", False, note)

@@ -32,9 +32,11 @@ import xml.etree.ElementTree as ET
 
 from harness.report import prediction
 from harness.report.effects import break_even_line, effect_lines, effect_views
+from harness.report.fit_words import fit_evidence
 from harness.report.fmt import ms, step_label, top_step
 from harness.report.fmt_ci import evidence_text, load_time_text, pct_view, quantile_method, ratio_view
 from harness.report.headline import headline
+from harness.report.noise_floor_words import noise_floor_line
 from harness.report.validation import validation_banner, validation_rows
 from harness.schema.summary import ArmSummary, DrillResult, RuleResult, Summary
 
@@ -226,7 +228,7 @@ def _statistics_case(run: _Suite, summary: Summary) -> None:
         lines.append(f"load time: {load_time_text(summary)}")
     nf = summary.noise_floor
     if nf is not None:
-        lines.append(f"noise floor ({nf.arm}): {nf.message}")
+        lines.append(f"noise floor ({nf.arm}): {noise_floor_line(nf)}")
         lines.extend(f"  step {it.step} {it.measure}: {ratio_view(it.interval).text}" for it in nf.items)
     props = {"confidence": f"{st.confidence:g}", "load_saved_share": f"{summary.load_time.saved_share:.3f}"}
     if nf is not None and nf.factor is not None:
@@ -273,9 +275,9 @@ def render_junit(summary: Summary) -> str:
             run.case("run.checks", name, out=f"{check.level}: {check.message}")
     for item in summary.fit_screen:
         if item.status == "unknown":
-            run.case("run.fit", f"fit {item.name}", outcome="skipped", message=f"unknown: {item.evidence}")
+            run.case("run.fit", f"fit {item.name}", outcome="skipped", message=f"unknown: {fit_evidence(item)}")
         else:
-            run.case("run.fit", f"fit {item.name}", out=f"{item.status}: {item.evidence}")
+            run.case("run.fit", f"fit {item.name}", out=f"{item.status}: {fit_evidence(item)}")
     decisions = {arm.name: arm.decision for arm in summary.arms}
     for drill in summary.drills:
         if drill.arm not in decisions:

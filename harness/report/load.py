@@ -1,8 +1,15 @@
-"""Reading a run directory's ``summary.json`` with one clear message for every kind of bad input."""
+"""Reading a run directory's ``summary.json`` with one clear message for every kind of bad input.
+
+A summary holding NaN or Infinity is refused, naming the field: JSON has no such numbers (strict parsers reject the
+file), and the harness never writes them (pydantic writes a non-finite float as null), so such a file was edited or
+written by something else, and its figures are not figures the report could show or compare.
+"""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,10 +38,29 @@ def load_summary_file(path: Path) -> Summary:
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise ReportInputError(f"{path}: schema_version {version} is newer than this harness reads "
                                f"({SCHEMA_VERSION}); upgrade the harness")
+    bad = non_finite(data)
+    if bad is not None:
+        where, value = bad
+        raise ReportInputError(f"{path}: invalid summary: {where}: {value} is not a finite number (summary.json "
+                               f"holds finite numbers or null)")
     try:
         return Summary.model_validate(data)
     except ValidationError as exc:
         raise ReportInputError(f"{path}: invalid summary: {describe_errors(exc)}") from None
+
+
+def non_finite(data: Any) -> tuple[str, str] | None:
+    """The first NaN or infinity in parsed JSON, as (``arms.1.steps.2.ttft_ms.p99``, ``NaN``); None: there is none."""
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return where or "(top level)", "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in reversed(list(value.items())))
+        elif isinstance(value, list):
+            stack.extend((f"{where}.{i}" if where else str(i), v) for i, v in reversed(list(enumerate(value))))
+    return None
 
 
 def check_run_dir(run_dir: Path) -> RunDir:

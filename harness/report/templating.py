@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from harness.core.version import __version__
-from harness.report import effects, fmt, fmt_ci, validation
+from harness.report import effects, fit_words, fmt, fmt_ci, noise_floor_words, validation
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#!])")
 _NEWLINES = re.compile(r"[\r\n]+")
@@ -72,7 +72,9 @@ def _common(env: Environment) -> Environment:
         "stats_legend": fmt_ci.legend, "load_time_text": fmt_ci.load_time_text,
         "validation_banner": validation.validation_banner, "validation_rows": validation.validation_rows,
         "effect_arms": effects.effect_arms, "effect_views": effects.effect_views,
-        "break_even_line": effects.break_even_line, "effects_legend": effects.LEGEND,
+        "break_even_line": effects.break_even_line, "break_even_words": effects.break_even_words,
+        "effects_legend": effects.LEGEND,
+        "fit_evidence": fit_words.fit_evidence, "noise_floor_line": noise_floor_words.noise_floor_line,
     })
     return env
 

@@ -120,6 +120,7 @@ _STOPS: dict[FindingCode, str] = {
     "harm-shown": "it made latency worse than the baseline's",
     "harm-unresolved": "it may make latency worse than the baseline's",
     "floor-above-tolerance": "the baseline's own run-to-run noise is wider than the rule's tolerance",
+    "value-negative": "its newest tier costs more than it saves against the arm without it (informs, not deciding)",
 }
 
 

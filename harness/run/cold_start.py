@@ -1,163 +1,79 @@
 """Proof of state: at an arm's start, before the token calibration and the warm-up, show that the server is cold.
 
-Three checks, each recorded with its figures in ``arms.jsonl`` (event ``cold-start``, read back by
-:mod:`harness.decision.cold_start`):
+The record (``ColdStart``, journaled in ``arms.jsonl`` as ``cold-start`` and read back by
+:mod:`harness.decision.cold_start`) carries ``proof``: ``proven``, ``warm`` or ``not-proven``, and ``actions``: what
+the harness did to make the start cold (``fresh-process`` and ``emptied-disk-tier`` for a server it started,
+``engine-reset`` for an attached server it reset). A check proves only what it can fail at:
 
-* **counters** — the server's prefix-cache and offload-tier hit counters (the catalog's ``hit_tokens.*``) read zero;
-  a series the server does not expose is named as not checked, never read as 0;
+* **counters** — the server's prefix-cache and offload-tier hit counters (the catalog's ``hit_tokens.*``) read zero.
+  This is the check that proves a start: without it (no series exposed, ``/metrics`` unreadable) the start is
+  ``not-proven``, whatever the harness did; a series the server does not expose is named, never read as 0;
 * **disk tier** — every fs tier directory of the arm holds no file but the harness's own marker (a fresh arm's tier
-  is emptied before the start, :mod:`harness.run.arm_server`; this reads it, read-only, after the server is up);
-* **probe** — one request whose prompt starts with a random nonce (so nothing can share a block with it) sees no
-  cached tokens: ``usage.prompt_tokens_details.cached_tokens`` where the server reports it, and the hit counters'
-  increase over the probe.
+  is emptied before the start, :mod:`harness.run.arm_server`; this reads it, read-only, after the server is up); a
+  tier that could not be read leaves the start ``not-proven``;
+* **probe** — one request whose prompt starts with a random nonce sees no cached tokens
+  (``usage.prompt_tokens_details.cached_tokens`` where the server reports it) and does not move the hit counters.
+  Nothing can share a block with it, so it sees 0 on a warm server too: it can only show a broken server warm,
+  never a start cold.
 
-An arm that fails one is *marked* (``cold: false`` with the reasons), not stopped: the decision holds it
-(:mod:`harness.decision.cold_start`). The probe is one small request (``PROBE_WORDS`` words, one output token).
+An attached server whose arm asks for ``server.cold_start: engine-reset`` is reset through the engine's own endpoint
+and proven by a canary instead (:mod:`harness.run.cold_reset`; its counters never read zero again). An arm that
+fails a check is *marked* ``warm`` with the reasons, not stopped: the decision holds a tier arm
+(:mod:`harness.decision.cold_start`). The readers are in :mod:`harness.run.cold_readers`.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from harness.config.arms import Arm
 from harness.config.engine import EngineSpec
-from harness.core.net.bounded import FetchError, fetch
-from harness.core.net.caps import API_MAX_BYTES, METRICS_MAX_BYTES
 from harness.decision.cold_start import EVENT
 from harness.engines.spec import MetricsEndpoint
-from harness.host.labels import DISK_TIER_MARKER
 from harness.launch.external import scrape_target
-from harness.schema.cold_start import ColdProbe, ColdStart, DiskTierState
-from harness.scrape.catalog import CatalogError, catalog_for_engine
-from harness.scrape.parse import ParseError
-from harness.scrape.quantities import exposition_quantities
-from harness.workload.text import filler, key_words
-from harness.workload.tokens import server_root
+from harness.run.cold_readers import (
+    TIMEOUT_S,
+    Counters,
+    counters_from,
+    disk_tier_state,
+    probe_answer,
+    probe_prompt,
+    read_counters,
+    send_probe,
+    total_hits,
+)
+from harness.run.cold_reset import ResetSeen, judge_canary, reset_cold_start
+from harness.schema.cold_start import ColdAction, ColdProbe, ColdStart, DiskTierState, ProofStatus
 
 if TYPE_CHECKING:
     from harness.launch.base import RunningServer
     from harness.run.arm_handle import ArmHandle
 
-HIT_QUANTITIES = ("hit_tokens.gpu", "hit_tokens.cpu", "hit_tokens.disk", "hit_tokens.total")
-PROBE_WORDS = 96  # a few blocks at any block size the engines use, still one cheap request
-MAX_WALK_ENTRIES = 10_000  # the disk-tier walk stops here (and says so)
-TIMEOUT_S = 10.0
-
-
-def read_counters(base_url: str, endpoints: Iterable[MetricsEndpoint], engine: EngineSpec,
-                  cancel: threading.Event | None = None) -> tuple[dict[str, float | None], str | None]:
-    """The hit counters' values now (None: not exposed), and why they could not be read at all (None: read)."""
-    bodies: dict[str, str] = {}
-    for ep in endpoints:
-        try:
-            resp = fetch("GET", base_url.rstrip("/") + ep.path, deadline_s=TIMEOUT_S, max_body_bytes=METRICS_MAX_BYTES,
-                         cancel=cancel)
-        except FetchError as exc:
-            return {}, f"metrics {ep.path}: {exc}"
-        if resp.status != 200:
-            return {}, f"metrics {ep.path}: HTTP {resp.status}"
-        bodies.setdefault(ep.format, resp.text())
-    return counters_from(bodies, engine)
-
-
-def counters_from(bodies: dict[str, str], engine: EngineSpec) -> tuple[dict[str, float | None], str | None]:
-    """The hit counters in metrics bodies (by format), as :func:`read_counters` reads them."""
-    try:
-        catalog = catalog_for_engine(engine.kind, engine.image, sim_flavor=engine.sim_flavor,
-                                     version=engine.version)
-        values = exposition_quantities(bodies, catalog, HIT_QUANTITIES)
-    except (CatalogError, ParseError) as exc:  # ParseError is a ValueError too; both named for the reader
-        return {}, f"metrics could not be read: {exc}"
-    return {q: v.value for q, v in values.items()}, None
-
-
-def total_hits(counters: Mapping[str, float | None]) -> float | None:
-    """Hit tokens from any tier: the total series, else the sum of the per-tier ones exposed (None: none)."""
-    if counters.get("hit_tokens.total") is not None:
-        return counters["hit_tokens.total"]
-    parts = [v for q, v in counters.items() if q != "hit_tokens.total" and v is not None]
-    return sum(parts) if parts else None
-
-
-def disk_tier_state(root_dir: str, max_entries: int = MAX_WALK_ENTRIES) -> DiskTierState:
-    """Files under a disk-tier directory (the marker excepted), by a bounded walk that follows no link."""
-    state = DiskTierState(root_dir=root_dir)
-    top = Path(root_dir)
-    if not top.exists():
-        return state
-    seen = 0
-    try:
-        for here, dirs, files in os.walk(top, followlinks=False):
-            for name in files:
-                path = Path(here) / name
-                if path.parent == top and name == DISK_TIER_MARKER:
-                    continue
-                seen += 1
-                if seen > max_entries:
-                    state.truncated = True
-                    return state
-                state.entries += 1
-                try:
-                    state.bytes += path.lstat().st_size
-                except OSError:
-                    continue
-            dirs.sort()
-    except OSError as exc:
-        state.error = f"{type(exc).__name__}: {exc}"
-    return state
-
-
-def probe_prompt(nonce_bits: tuple[int, int] | None = None) -> str:
-    """A prompt that begins with a nonce (random unless ``nonce_bits``, two 48-bit numbers, are given): no other
-    request shares even its first block."""
-    first, second = nonce_bits if nonce_bits is not None else (secrets.randbits(48), secrets.randbits(48))
-    nonce = key_words(first) + key_words(second)
-    return " ".join(nonce + filler(PROBE_WORDS - len(nonce)))
-
-
-def send_probe(base_url: str, model: str, cancel: threading.Event | None = None) -> ColdProbe:
-    """One non-streamed completion of one token on :func:`probe_prompt`."""
-    body = {"model": model, "prompt": probe_prompt(), "max_tokens": 1, "stream": False, "temperature": 0}
-    try:
-        resp = fetch("POST", server_root(base_url) + "/v1/completions", deadline_s=TIMEOUT_S,
-                     max_body_bytes=API_MAX_BYTES, json_body=body, cancel=cancel)
-        if resp.status != 200:
-            return ColdProbe(error=f"HTTP {resp.status}")
-        answer: Any = resp.json()
-    except (FetchError, ValueError) as exc:
-        return ColdProbe(error=f"{type(exc).__name__}: {exc}")
-    return probe_answer(answer)
-
-
-def probe_answer(answer: Any) -> ColdProbe:
-    """The probe's record from the server's JSON answer (its usage)."""
-    usage = answer.get("usage") if isinstance(answer, dict) else None
-    usage = usage if isinstance(usage, dict) else {}
-    details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
-    prompt = usage.get("prompt_tokens")
-    return ColdProbe(prompt_tokens=prompt if isinstance(prompt, int) else None,
-                     cached_tokens=cached if isinstance(cached, int) else None)
+__all__ = ["TIMEOUT_S", "check_cold_start", "counters_from", "disk_tier_state", "judge", "judge_reset",
+           "measure_cold_start", "probe_answer", "probe_prompt", "prove_cold", "start_actions", "terminal_line",
+           "total_hits"]
 
 
 def judge(counters: Mapping[str, float | None], counters_error: str | None, tiers: list[DiskTierState],
           probe: ColdProbe | None) -> ColdStart:
-    """The record, from what was seen (pure: the unit tests call it)."""
+    """The record, from what was seen (pure: the unit tests call it). ``proof`` is ``proven`` only where the hit
+    counters were read at zero and every disk tier was read empty; a probe can only fail it (module docstring)."""
     reasons: list[str] = []
     failed = False
     checked: list[str] = []
+    counters_zero = False
     if counters_error is not None:
-        reasons.append(f"hit counters not checked: {counters_error}")
+        reasons.append(f"hit counters not read: {counters_error}")
     else:
         shown = {q: v for q, v in counters.items() if v is not None}
         if shown:
             checked.append("counters")
+        else:
+            reasons.append("the server exposes none of the hit counters, so nothing shows its caches empty")
         hot = {q: v for q, v in shown.items() if v > 0}
+        counters_zero = bool(shown) and not hot
         if hot:
             failed = True
             reasons.append("the server's hit counters were not zero at the arm's start: "
@@ -165,9 +81,11 @@ def judge(counters: Mapping[str, float | None], counters_error: str | None, tier
         absent = sorted(q for q, v in counters.items() if v is None)
         if absent:
             reasons.append("not exposed, not checked: " + ", ".join(absent))
+    tiers_read = True
     for tier in tiers:
         checked.append("disk-tier")
         if tier.error is not None:
+            tiers_read = False
             reasons.append(f"disk tier {tier.root_dir} could not be read: {tier.error}")
         elif tier.entries:
             failed = True
@@ -175,20 +93,42 @@ def judge(counters: Mapping[str, float | None], counters_error: str | None, tier
             reasons.append(f"disk tier {tier.root_dir} held {tier.entries}{more} files ({tier.bytes} bytes) at the "
                            "arm's start: a fresh arm must start with an empty tier (warm disk tier)")
     if probe is not None:
-        if probe.error is not None:
-            reasons.append(f"probe request failed: {probe.error}")
-        else:
-            checked.append("probe")
-            if probe.cached_tokens:
-                failed = True
-                reasons.append(f"the probe (a prompt no other request shares) saw {probe.cached_tokens} cached "
-                               "tokens")
-            if probe.hit_tokens_delta:
-                failed = True
-                reasons.append(f"the hit counters rose by {probe.hit_tokens_delta:.0f} tokens over the probe")
-    cold = False if failed else (True if checked else None)
-    return ColdStart(cold=cold, reasons=reasons, counters=dict(counters), disk_tiers=tiers, probe=probe,
+        failed = _judge_probe(probe, checked, reasons) or failed
+    proof: ProofStatus = "warm" if failed else ("proven" if counters_zero and tiers_read else "not-proven")
+    return ColdStart(proof=proof, reasons=reasons, counters=dict(counters), disk_tiers=tiers, probe=probe,
                      checked=sorted(set(checked)))
+
+
+def _judge_probe(probe: ColdProbe, checked: list[str], reasons: list[str]) -> bool:
+    """True when the probe saw cached tokens or moved the counters (it can show a start warm, never cold)."""
+    if probe.error is not None:
+        reasons.append(f"probe request failed: {probe.error}")
+        return False
+    checked.append("probe")
+    failed = False
+    if probe.cached_tokens:
+        failed = True
+        reasons.append(f"the probe (a prompt no other request shares) saw {probe.cached_tokens} cached tokens")
+    if probe.hit_tokens_delta:
+        failed = True
+        reasons.append(f"the hit counters rose by {probe.hit_tokens_delta:.0f} tokens over the probe")
+    return failed
+
+
+def judge_reset(seen: ResetSeen) -> ColdStart:
+    """The record of an attached server's reset start (pure): proven, warm or not proven by the canary
+    (:func:`harness.run.cold_reset.judge_canary`) when the reset is shown done; otherwise the start as found (the
+    counters read before anything was sent, :func:`judge`) with the reset's failure recorded first."""
+    record = seen.record
+    if record.error is None:
+        proof, reasons = judge_canary(record)
+        return ColdStart(proof=proof, actions=["engine-reset"], reasons=reasons, counters=dict(seen.before),
+                         reset=record, checked=["canary", "engine-reset"])
+    found = judge(seen.before, seen.before_error, [], None)
+    found.reasons.insert(0, f"the engine's reset ({record.endpoint}) failed: {record.error}")
+    found.reset = record
+    found.checked = sorted({*found.checked, "engine-reset"})
+    return found
 
 
 def check_cold_start(api_url: str, metrics: tuple[str, list[MetricsEndpoint]], engine: EngineSpec, arm: Arm,
@@ -198,9 +138,6 @@ def check_cold_start(api_url: str, metrics: tuple[str, list[MetricsEndpoint]], e
     return measure_cold_start(lambda: read_counters(*metrics, engine, cancel),
                               [disk_tier_state(t.root_dir) for t in arm.fs_tiers()],
                               lambda: send_probe(api_url, model, cancel))
-
-
-Counters = tuple[dict[str, float | None], str | None]
 
 
 def measure_cold_start(read: Callable[[], Counters], tiers: list[DiskTierState],
@@ -217,22 +154,49 @@ def measure_cold_start(read: Callable[[], Counters], tiers: list[DiskTierState],
     return judge(counters, error, tiers, probed)
 
 
+def start_actions(arm: Arm) -> list[ColdAction]:
+    """What the harness did to make this arm's start cold before the server came up: a server it started is a fresh
+    process, and a fresh arm's disk tiers were emptied first (:mod:`harness.run.arm_server`); an attached server
+    gets neither (its reset, when asked for, is recorded by :mod:`harness.run.cold_reset`)."""
+    if arm.server is not None:
+        return []
+    actions: list[ColdAction] = ["fresh-process"]
+    if arm.fs_tiers():
+        actions.append("emptied-disk-tier")
+    return actions
+
+
 def prove_cold(runner: ArmHandle, server: RunningServer, measured: ColdStart | None = None) -> ColdStart:
-    """Check the arm's just-started server (``measured``: already checked, by :func:`measure_cold_start`), journal
-    the record (``cold-start``) and say what it shows."""
+    """Check the arm's just-started server (``measured``: already checked, by :func:`measure_cold_start`; an
+    attached server whose scenario asks for ``cold_start: engine-reset`` is reset first, :mod:`harness.run.
+    cold_reset`), journal the record (``cold-start``) and say what it shows."""
     assert runner.spec is not None
-    proof = measured if measured is not None else check_cold_start(
-        server.base_url, scrape_target(server.base_url, runner.spec, runner.arm.server), runner.engine, runner.arm,
-        runner.spec.served_model_name, runner.ctx.cancel)
-    if proof.cold is False and runner.arm.server is not None:  # an existing server: say how to get a cold one
-        proof.reasons.append("an external server counts hits since its own start and keeps its tiers: restart it "
-                             "(and empty its disk tier) before the run for a cold start")
-    runner.ctx.record_arm(runner.arm.name, EVENT, cold_start=proof.model_dump(mode="json"))
-    name = runner.arm.name
-    if proof.cold is False:
-        runner.ctx.say(f"[{name}] NOT A COLD START (the arm will be held): " + "; ".join(proof.reasons))
-    elif proof.cold is None:
-        runner.ctx.say(f"[{name}] cold start could not be checked: " + "; ".join(proof.reasons))
+    attached = runner.arm.server
+    target = scrape_target(server.base_url, runner.spec, attached)
+    if measured is not None:
+        proof = measured
+    elif attached is not None and attached.cold_start == "engine-reset":
+        proof = judge_reset(reset_cold_start(server.base_url, target, runner.engine, runner.spec.served_model_name,
+                                             runner.ctx.cancel))
     else:
-        runner.ctx.say(f"[{name}] cold start proven ({', '.join(proof.checked)})")
+        proof = check_cold_start(server.base_url, target, runner.engine, runner.arm, runner.spec.served_model_name,
+                                 runner.ctx.cancel)
+    before = start_actions(runner.arm)
+    proof.actions = [*before, *(a for a in proof.actions or [] if a not in before)]
+    if proof.proof == "warm" and attached is not None:  # an existing server: say how to get a cold one
+        reset = "" if attached.cold_start == "engine-reset" else ", or set server.cold_start: engine-reset,"
+        proof.reasons.append("an external server counts hits since its own start and keeps its tiers: restart it "
+                             f"(and empty its disk tier) before the run{reset} for a cold start")
+    runner.ctx.record_arm(runner.arm.name, EVENT, cold_start=proof.model_dump(mode="json"))
+    runner.ctx.say(f"[{runner.arm.name}] {terminal_line(proof)}")
     return proof
+
+
+def terminal_line(proof: ColdStart) -> str:
+    """The one line the terminal shows for the record (its status first, then what shows it)."""
+    done = f"; harness actions: {', '.join(proof.actions)}" if proof.actions else "; no harness action"
+    if proof.proof == "warm":
+        return "NOT A COLD START (a tier arm is held): " + "; ".join(proof.reasons)
+    if proof.proof == "not-proven":
+        return f"cold start NOT PROVEN (does not decide{done}): " + "; ".join(proof.reasons)
+    return f"cold start proven ({', '.join(proof.checked)}{done})"

@@ -12,17 +12,20 @@ from typing import Literal, Protocol
 
 from harness.schema.base import SchemaModel as _Model
 from harness.schema.intervals import RatioCI
+from harness.schema.value import Figure
 
 RuleKind = Literal["budget", "regression", "earns_keep", "drill", "errors", "causal", "fit", "noise_floor",
                    "tier_health"]
 RuleStatus = Literal["pass", "breach", "unresolved", "not-applicable"]
 ReasonCode = Literal["floor-above-tolerance", "host-contended"]
 
-FindingRole = Literal["veto", "hold", "shared", "pass", "warning", "not-deciding", "failure", "not-run", "baseline"]
+FindingRole = Literal["veto", "hold", "shared", "pass", "warning", "not-deciding", "failure", "not-run", "baseline",
+                      "informs"]
 """What a finding did to the arm's decision: ``veto`` (harm: no-go), ``hold`` (the evidence does not decide),
 ``shared`` (a budget the arm without the tier breaks too: slo-unmet), ``pass``, ``warning`` (a tier-health warning,
 never deciding), ``not-deciding`` (set aside: a host-contended comparison), ``failure`` (the arm could not be
-judged), ``not-run`` (skipped), ``baseline`` (the baseline's own budget breaches: reported, deciding nothing)."""
+judged), ``not-run`` (skipped), ``baseline`` (the baseline's own budget breaches: reported, deciding nothing),
+``informs`` (a figure no rule judges, e.g. what the tier is worth: listed last, never deciding)."""
 
 FindingCode = Literal[
     "harm-shown",            # a regression resolved beyond its limit
@@ -46,6 +49,7 @@ FindingCode = Literal[
     "harness-failed",        # the harness itself failed: the run is incomplete
     "not-run",
     "baseline",
+    "value-negative",        # informs: what the newest tier adds over the arm without it is negative (value:)
 ]
 
 
@@ -166,6 +170,8 @@ class Finding(_Model):
     floor: float | None = None
     reason_code: ReasonCode | None = None
     phase: str | None = None  # a failure's phase (start, readiness, step, harness, ...)
+    versus: str | None = None  # value-negative: the arm without the newest tier it was valued against
+    figure: Figure | None = None  # value-negative: the figure that is negative (net saving, else GPUs saved)
 
 
 SettleWay = Literal["show-improvement", "show-short", "show-harm", "show-within", "resolve-interval"]

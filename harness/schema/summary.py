@@ -19,7 +19,7 @@ from pydantic import AliasChoices, Field
 from harness.core.exit_codes import VERDICT_EXIT_CODES
 from harness.schema.base import SchemaModel as _Model
 from harness.schema.capacity import CapacitySection
-from harness.schema.cold_start import ColdStart, HitPrediction
+from harness.schema.cold_start import ColdStart, HitCheck, HitPrediction
 from harness.schema.findings import Finding, ReasonCode, RuleKind, RuleStatus, SettlePlan
 from harness.schema.host_telemetry import HostStep
 from harness.schema.intervals import Percentiles, RatioCI
@@ -43,7 +43,12 @@ from harness.schema.windows import WindowPoint
 # 7: per arm ``findings`` (its reasons as data: a code, the role in the decision, the rule, step, interval and bound;
 # harness.schema.findings) and, per open comparison, ``settle_plan`` (what more load would settle it, as figures);
 # additive: older summaries read with no findings.
-SCHEMA_VERSION = 7
+# 8: the decision card's figures as measured: per tier arm ``marginal`` value against the arm without its newest
+# tier and the capacity's ``capacity_basis`` (search or step goodput), ``pair_confidence`` beside ``confidence``;
+# ``cold_start.proof`` (proven / not-proven / warm), its ``actions`` and an engine ``reset``; the fit screen's
+# ``hit_check`` (a relative bound on predicted tier hits); ``break_even.not_counted`` (why a step counted neither
+# way); additive: older summaries read, their cold-start proof worked out from the old record.
+SCHEMA_VERSION = 8
 Decision = Literal["baseline", "go", "hold", "no-go", "slo-unmet", "failed", "skipped"]
 Verdict = Literal["go", "hold", "no-go", "slo-unmet", "failed"]
 EXIT_CODES = VERDICT_EXIT_CODES  # the one verdict -> exit status mapping, under the name the decision reads
@@ -244,6 +249,26 @@ class EffectRow(_Model):
     reason_code: ReasonCode | None = None  # as RuleResult.reason_code: why the comparison could not decide
 
 
+NotCountedReason = Literal["inside-noise-floor", "not-settled", "neither-shown", "not-judged", "host-contended"]
+
+
+class NotCountedStep(_Model):
+    """A step the break-even counts neither as improving nor as hurting, and why: ``inside-noise-floor`` (an
+    improvement, a harm or a measure worse than the arm before that would have counted without the step's noise
+    floor: ``row`` is that comparison, ``side`` which it would have been, ``needed`` the end its interval had to
+    pass: ``lo >= needed`` for an improvement, ``hi < needed`` (``1 / floor``) for worse, ``lo > needed`` for harm);
+    ``not-settled`` (an interval straddles its limit); ``neither-shown`` (every interval settled short of an
+    improvement and within the harm limit); ``not-judged`` (too few requests); ``host-contended``."""
+
+    step: int
+    label: str = ""
+    reason: NotCountedReason
+    floor: float = 1.0  # the step's noise floor (A/A)
+    side: Literal["improvement", "worse", "harm"] | None = None  # inside-noise-floor: what it would have shown
+    needed: float | None = None
+    row: EffectRow | None = None
+
+
 class BreakEven(_Model):
     """Where along the rising steps a tier arm starts to pay, from its per-step comparisons (:class:`EffectRow`).
 
@@ -258,6 +283,7 @@ class BreakEven(_Model):
     harm_steps: list[str] = Field(default_factory=list)
     steps: list[str] = Field(default_factory=list)  # every step compared, in load order
     text: str = ""
+    not_counted: list[NotCountedStep] = Field(default_factory=list)  # steps counted neither way, why, in load order
 
 
 class LaunchRecord(_Model):
@@ -377,11 +403,13 @@ class CheckItem(_Model):
 
 
 class FitItem(_Model):
-    """One item of the 'is offload the wrong optimisation?' screen."""
+    """One item of the 'is offload the wrong optimisation?' screen. ``evidence``: its sentence; an item made as
+    data (``hit_check``: hit-prediction-agrees) has none, and the report stage makes its words from the figures."""
 
     name: str
     status: Literal["pass", "warn", "unknown"]
-    evidence: str
+    evidence: str = ""
+    hit_check: HitCheck | None = None  # hit-prediction-agrees: the bound and each tier share beyond it
 
 
 class Summary(_Model):

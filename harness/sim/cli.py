@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -126,6 +127,16 @@ def serve(
         _fail(f"harness-sim: error: cannot serve on {host}:{port}: {exc.strerror or exc}")
 
 
+def dev_mode_env() -> bool:
+    """``VLLM_SERVER_DEV_MODE`` as vLLM 0.32 reads it (``bool(int(...))``, default 0); not an integer: refused."""
+    raw = os.environ.get("VLLM_SERVER_DEV_MODE", "0")
+    try:
+        return bool(int(raw))
+    except ValueError:
+        raise StartupError(f"harness-sim: error: VLLM_SERVER_DEV_MODE must be an integer, not {safe_text(raw)!r}") \
+            from None
+
+
 class UsageError(ValueError):
     """A bad flag combination (exit status 2)."""
 
@@ -190,7 +201,7 @@ def resolve_serve(params: dict[str, Any]) -> tuple[ServeOptions, EngineConfig, s
     opts = ServeOptions(host=p["host"], port=p["port"], flavor=flavor, served_names=names,
                         time_scale=p["time_scale"], startup_delay_s=p["startup_delay_s"],
                         ground_truth=str(gt) if gt else None, seed=p["seed"],
-                        kv_offloading_size_gib=p["kv_offloading_size"], faults=faults)
+                        kv_offloading_size_gib=p["kv_offloading_size"], faults=faults, dev_mode=dev_mode_env())
     off = cfg.offload
     tier = "none"
     if off is not None and off.ignored_keys:

@@ -376,6 +376,16 @@ class OffloadManager:
 
     # ---------------------------------------------------------------- admin
 
+    def reset_cache(self) -> bool:
+        """vLLM 0.32's connector reset (``reset_prefix_cache?reset_external=true``): the CPU tier loses every chunk;
+        the fs tier keeps its files, as ``TieringOffloadingManager.reset_cache`` keeps its secondary tiers. With a
+        load in flight nothing is reset and False is returned (vLLM flushes it instead; the GPU side of its reset
+        fails then anyway, the loading request holding blocks)."""
+        if self._loading:
+            return False
+        self.cpu.reset()
+        return True
+
     def cache_loss(self) -> int:
         """Delete the fs tier's files (real cache loss); returns how many were deleted."""
         return self.fs.delete_own_files() if self.fs is not None else 0

@@ -24,3 +24,4 @@ class ServeOptions:
     seed: int = 0
     kv_offloading_size_gib: float | None = None
     faults: Faults = field(default_factory=Faults)
+    dev_mode: bool = False  # VLLM_SERVER_DEV_MODE=1 at start-up: vLLM's development routes (harness.sim.dev_routes)

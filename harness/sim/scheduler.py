@@ -180,6 +180,19 @@ class EngineCore:
             times.append(t)
         return min(times) if times else None
 
+    def reset_prefix_cache(self, now: float, reset_external: bool = False) -> bool:
+        """vLLM 0.32's ``Scheduler.reset_prefix_cache`` without preempting running requests: the GPU prefix cache
+        is forgotten unless a block is still held (a running request, a store in flight), and with
+        ``reset_external`` the offload tiers are reset too (:meth:`OffloadManager.reset_cache`), whatever the GPU
+        side did; True only when both succeeded. The counters are not touched (vLLM's only grow)."""
+        while self._deferred and self._deferred[0][0] <= now:  # stores that ended release their blocks first
+            _t, _s, blocks = heapq.heappop(self._deferred)
+            self.pool.release(blocks)
+        ok = self.pool.reset_prefix_cache()
+        if reset_external and self.offload is not None:
+            ok = self.offload.reset_cache() and ok
+        return ok
+
     # ------------------------------------------------------------------ scheduling
 
     def _release(self, req: SimRequest, now: float) -> None:

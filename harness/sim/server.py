@@ -33,6 +33,7 @@ from harness.sim.api import (
 )
 from harness.sim.blocks import pack_tokens
 from harness.sim.config import EngineConfig
+from harness.sim.dev_routes import DevRoutes
 from harness.sim.engine import EngineRunner, Listener
 from harness.sim.faults import MALFORMED_SSE, FaultController
 from harness.sim.groundtruth import GroundTruthWriter
@@ -92,6 +93,8 @@ class SimServer:
         r.add_post("/admin/faults", admin.faults)
         r.add_post("/admin/cache-loss", admin.cache_loss)
         r.add_get("/admin/state", admin.state)
+        if self.opts.dev_mode and self.opts.flavor == "vllm":  # as vLLM mounts them: VLLM_SERVER_DEV_MODE=1 only
+            DevRoutes(self.runner).add_to(r)
         return app
 
     @staticmethod

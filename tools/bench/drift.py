@@ -8,8 +8,13 @@ rule of the results index (:mod:`harness.stats.changepoint`, grouped by :mod:`ha
 * Per scenario, through :func:`harness.report.drift.scenario_drift` (3 arms x 3 measures): the share of flat
   scenarios with any change point (the family's false-alarm rate, meant to stay under 0.05), and the share of
   scenarios with one planted shift where it is found at its run and nothing else is claimed.
+* Detectability (``--part detect``): the power of a planted 20% shift at 4%, 8% and 10% spread (mid-history and five
+  runs before the newest) for several lengths, and the figure the index prints per history
+  (:func:`harness.stats.detectability.detectability`: the smallest shift found in 80% of its 40 simulated histories)
+  at several spreads and lengths, with how long each took.
 
-Seeded: the same arguments print the same figures. About a minute and a half at N = 200 on one core.
+Seeded: the same arguments print the same figures. About a minute and a half at N = 200 on one core (the rule), and
+as long again for the detectability part.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from harness.report.drift import FAMILY_ALPHA, MEASURES, StepMeasures, scenario_drift
-from harness.stats import changepoint
+from harness.stats import changepoint, detectability
 
 SHIFT = 1.2
 ARMS = ("gpu-only", "cpu", "tiered")
@@ -39,6 +44,8 @@ class _Run:
     model: str | None
     image: str | None
     top_step: dict[str, str]
+    scenario_hash: str | None = None
+    engine_version: str | None = None
     step_measures: StepMeasures = field(default_factory=dict)
 
 
@@ -90,16 +97,48 @@ def _interval(rate: float, n: int) -> str:
     return f"{rate:6.3f} [{max(0.0, centre - half):.3f}-{min(1.0, centre + half):.3f}]"
 
 
+def detect_part(n_sim: int, alpha: float, seed: int) -> None:
+    """The power of a 20% shift by spread, length and position; the index's detectable-shift figure."""
+    print(f"power of a x{SHIFT} shift per history at alpha {alpha:.4f}, {n_sim} histories; rate [Wilson 95%]")
+    spreads = (0.04, 0.08, 0.10)
+    print(f"{'runs':>5} {'where':>12}  " + "  ".join(f"{f'spread {s:.0%}':>24}" for s in spreads))
+    for n in (12, 15, 20, 30, 60):
+        for label, at in (("mid", n // 2), ("5 before new", n - 5)):
+            cells = [_interval(history_rates(n_sim, n, s, at, alpha, seed), n_sim) for s in spreads]
+            print(f"{n:>5} {label:>12}  " + "  ".join(f"{c:>24}" for c in cells))
+    print(f"the index's figure: {detectability.METHOD}")
+    for n in (12, 20, 30, 60):
+        for s in (0.02, 0.04, 0.08, 0.10, 0.16):
+            t0 = time.perf_counter()
+            d = detectability.detectability(n, s, alpha)
+            found = d.smallest
+            text = f"{found.shift:.1%} ({found.found}/{found.sims})" if found else "none on the grid"
+            print(f"  {n:>3} runs, spread {s:4.0%}: smallest shift found {text:>18}   "
+                  f"({time.perf_counter() - t0:.2f} s)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.bench.drift", description=__doc__.split("\n")[0])
     parser.add_argument("--histories", type=int, default=200, help="simulated histories per figure (default 200)")
     parser.add_argument("--seed", type=int, default=20250101, help="any non-negative integer")
+    parser.add_argument("--part", choices=("all", "rule", "detect"), default="all",
+                        help="rule: false positives and power; detect: detectability (default all)")
     args = parser.parse_args(argv)
     if args.seed < 0:
         parser.error("--seed must be non-negative")
     n_sim = max(10, min(args.histories, 100_000))
     alpha = FAMILY_ALPHA / (len(ARMS) * len(MEASURES))
     t0 = time.perf_counter()
+    if args.part in ("all", "rule"):
+        rule_part(n_sim, alpha, args.seed)
+    if args.part in ("all", "detect"):
+        detect_part(n_sim, alpha, args.seed)
+    print(f"took {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def rule_part(n_sim: int, alpha: float, seed: int) -> None:
+    """False positives and power per history and per scenario."""
     print(f"change-point rule: {changepoint.METHOD}")
     print(f"per history at alpha = {FAMILY_ALPHA}/{len(ARMS) * len(MEASURES)} = {alpha:.4f}; {n_sim} histories per "
           f"figure; shift x{SHIFT}; rate [Wilson 95%]")
@@ -107,18 +146,16 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{'power 3 after':>24}")
     for n in (12, 20, 30, 60):
         for cv in (0.03, 0.05):
-            cells = [_interval(history_rates(n_sim, n, cv, at, alpha, args.seed), n_sim)
+            cells = [_interval(history_rates(n_sim, n, cv, at, alpha, seed), n_sim)
                      for at in (None, n // 2, n - 5, n - 3)]
             print(f"{n:>5} {cv:>5.2f}  " + "  ".join(f"{c:>24}" for c in cells))
     print(f"per scenario ({len(ARMS)} arms x {len(MEASURES)} measures, family alpha {FAMILY_ALPHA}), 30 runs, "
           f"shift in one history at run 18")
     for cv in (0.03, 0.05):
-        fpr = scenario_rates(n_sim, 30, cv, None, args.seed)
-        power = scenario_rates(n_sim, 30, cv, 18, args.seed)
+        fpr = scenario_rates(n_sim, 30, cv, None, seed)
+        power = scenario_rates(n_sim, 30, cv, 18, seed)
         print(f"  CV {cv:.2f}: any false alarm {_interval(fpr, n_sim)}   planted shift found alone at its run "
               f"{_interval(power, n_sim)}")
-    print(f"took {time.perf_counter() - t0:.0f} s")
-    return 0
 
 
 if __name__ == "__main__":

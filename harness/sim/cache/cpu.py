@@ -257,6 +257,15 @@ class CpuTier:
         order = sorted(access.seen, key=access.seen.__getitem__)
         self.policy.on_request_finished(order, access.inserted - access.reused, access.reused)
 
+    def reset(self) -> None:
+        """Drop every chunk, pinned or not (vLLM 0.32's ``CPUOffloadingManager.reset_cache``): a new generation, so
+        each request's recorded accesses start afresh."""
+        self.policy.clear()
+        self._ready_at.clear()
+        self._pins.clear()
+        self._held.clear()
+        self.generation += 1
+
     # ------------------------------------------------------------------ single-key helpers (tests, tools)
 
     def insert(self, key: int, ready_at: float) -> tuple[bool, list[int]]:

@@ -111,6 +111,15 @@ class GpuBlockPool:
         self._hash[bid] = block_hash
         self._cached[block_hash] = bid
 
+    def reset_prefix_cache(self) -> bool:
+        """Forget every cached prefix (vLLM 0.32's ``BlockPool.reset_prefix_cache``): refused (False, nothing
+        changed) while any block is referenced, by a running request or a store in flight."""
+        if len(self._free) != self.num_blocks:
+            return False
+        self._cached.clear()
+        self._hash = [None] * self.num_blocks
+        return True
+
     def release(self, bids: Sequence[int]) -> None:
         """Drop a reference on each block; blocks reaching zero join the free queue (tail first)."""
         ref = self._ref

@@ -1,7 +1,8 @@
 """What it is worth, on the demo's simulator: `harness run` with a `value:` section and a capacity search reports
 GPUs needed and saved per arm with their intervals and sources (in summary.json, summary.md and report.html);
 `harness report` of the same records without `value:` reports none of it (nothing invented) and the same verdict;
-without the search, the figures come from per-step goodput and say which step.
+without the search, the figures come from per-step goodput, say which step and are not called capacity; the
+first tier arm's marginal value is against the baseline.
 
 The shortened demo of tests/integration/capacity (baseline and CPU tier on the virtual clock; the baseline meets a
 p99 TTFT of 1.8 s at 32 users and breaks it at 64, the CPU tier meets it at 64, the top of the range): whatever the
@@ -70,6 +71,16 @@ def test_value_section_sizes_the_fleet_and_nothing_without_it(tmp_path: Path) ->
     md = (run / "summary.md").read_text(encoding="utf-8")
     html = (run / "report.html").read_text(encoding="utf-8")
     assert "### What it is worth (200 requests/s at the SLO)" in md and "| cpu-16g |" in md
+    assert [a["capacity_basis"] for a in v["arms"] if a["capacity"] is not None] == \
+        ["search"] * sum(a["capacity"] is not None for a in v["arms"])
+    worth = md[md.index("### What it is worth"):]
+    worth = worth[:worth.find("\n### ")] if "\n### " in worth else worth
+    assert "| arm | capacity at the SLO per server (requests/s, search bracket) |" in worth
+    assert "goodput per server" not in worth
+    baseline_row = next(line for line in worth.splitlines() if line.startswith("| baseline |"))
+    assert "missing" not in baseline_row and "not applicable (the baseline)" in baseline_row
+    # The first tier arm's arm without its newest tier is the baseline: its marginal value is its value against it.
+    assert cpu["marginal"]["versus"] == base["arm"] and cpu["marginal"]["gpus_saved"]["value"] == saved["value"]
     assert 'id="value"' in html and 'id="value-cpu-16g"' in html and v["summary"][0].split(" [")[0] in html
 
     # The same records without `value:`: no value section anywhere, and the same verdict.
@@ -87,7 +98,11 @@ def test_value_section_sizes_the_fleet_and_nothing_without_it(tmp_path: Path) ->
     rebuilt = harness("report", str(goodput), state=state, timeout_s=120)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     g = summary(goodput)["value"]
-    assert g["capacity_from"] == "step-goodput"
+    assert g["capacity_from"] == "step-goodput" and g["pair_confidence"] == pytest.approx(0.95)
+    assert [a["capacity_basis"] for a in g["arms"]] == ["step-goodput"] * len(g["arms"])
+    gmd = (goodput / "summary.md").read_text(encoding="utf-8")
+    assert "| arm | goodput per server at the best fixed step (requests/s, 97.5%) | GPUs needed (97.5%) | GPUs " \
+           "saved vs the baseline (95%) |" in gmd and "capacity at the SLO per server" not in gmd
     for arm in g["arms"]:
         assert "goodput at step " in arm["capacity"]["source"] and "no capacity search ran" in \
             arm["capacity"]["source"]

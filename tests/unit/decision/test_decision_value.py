@@ -1,6 +1,8 @@
 """What the tier is worth (harness.decision.value): GPUs needed with bounds that map from capacity's opposite ends,
 GPUs saved with the conservative interval, tier cost and value per GiB, the source of every figure, and nothing
-without the scenario's ``value:`` section. Records are synthetic: a known rate per arm and step."""
+without the scenario's ``value:`` section; the same against the arm without the newest tier (marginal value, which
+may be negative and is then an informing finding), and the basis of the per-server figure. Records are synthetic: a
+known rate per arm and step."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ import pytest
 
 from harness.config.scenario import Scenario
 from harness.decision.capacity import probe_index
-from harness.decision.value import gpus_needed, gpus_saved, value_section
+from harness.decision.value import gpus_saved, value_section
+from harness.decision.value_figures import gpus_needed
+from harness.decision.value_marginal import negative_figure, with_value_findings
 from harness.rundir.entries import ProbeSearch, StepEntry
 from harness.schema.capacity import CapacityArm, CapacityProbe, CapacitySection
 from harness.schema.summary import ArmSummary
@@ -59,9 +63,10 @@ def arm_summaries(s: Scenario) -> list[ArmSummary]:
                        cpu_tier_bytes=a.cpu_tier_bytes()) for i, a in enumerate(s.arms)]
 
 
-def goodput_run(s: Scenario) -> tuple[pd.DataFrame, list[StepEntry]]:
-    """Two fixed steps per arm; the baseline serves 10 good requests/s at its best step, the tiers 20 and 25."""
-    rates = {"baseline": (10.0, 8.0), "cpu": (12.0, 20.0), "disk": (15.0, 25.0)}
+def goodput_run(s: Scenario, disk: tuple[float, float] = (15.0, 25.0)) -> tuple[pd.DataFrame, list[StepEntry]]:
+    """Two fixed steps per arm; the baseline serves 10 good requests/s at its best step, the CPU arm 20 and the disk
+    arm the best of ``disk`` (25 by default)."""
+    rates = {"baseline": (10.0, 8.0), "cpu": (12.0, 20.0), "disk": disk}
     frames, entries = [], []
     for arm, per_step in rates.items():
         for step, rate in enumerate(per_step):
@@ -75,7 +80,7 @@ def test_gpus_needed_rounds_up_to_servers_and_maps_the_ends_from_the_opposite_en
     need = gpus_needed(100.0, cap, per_server=2)
     # ceil(100/30) = 4 servers; the upper end from the lower capacity ceil(100/24) = 5; the lower from 40: 3.
     assert (need.value, need.lo, need.hi) == (8.0, 6.0, 10.0) and need.unit == "GPUs"
-    assert "2 GPU(s) per server" in need.source and "capacity: x" in need.source
+    assert "2 GPU(s) per server" in need.source and "per-server throughput: x" in need.source
     exact = gpus_needed(100.0, Figure(value=25.0, lo=0.0, hi=None, unit="requests/s", source="y"), 1)
     assert (exact.value, exact.lo, exact.hi) == (4.0, None, None)  # unbounded capacity ends leave GPUs open
 
@@ -192,6 +197,7 @@ def test_search_capacity_brackets_from_the_met_and_the_broken_probe() -> None:
     assert cpu.gpus_saved is not None and cpu.gpus_saved.value == 5.0 and cpu.gpus_saved.confidence is None
     assert disk.capacity is None and disk.gpus_needed is None and disk.gpus_saved is None
     assert any("did not run" in n for n in disk.notes)
+    assert (base.capacity_basis, cpu.capacity_basis, disk.capacity_basis) == ("search", "search", None)
 
 
 def _search() -> Any:
@@ -211,3 +217,93 @@ def test_rate_interval_covers_a_known_poisson_rate() -> None:
     assert 180 <= covered <= 199  # ~95% of 200
     few = rate_interval(np.array([1.0, 2.0]), np.ones(2), 0, SEC, 0.95)
     assert few is not None and not few.resolved and few.rate == 2.0
+
+
+WITHOUT_NEWEST = {"cpu": "baseline", "disk": "cpu"}  # what summarize passes: each tier arm's earns-its-keep arm
+
+
+def disk_worse_run(s: Scenario) -> tuple[pd.DataFrame, list[StepEntry]]:
+    """The disk arm serves 16 good requests/s at its best step, the CPU arm 20: the disk arm needs more GPUs."""
+    return goodput_run(s, disk=(15.0, 16.0))
+
+
+def test_marginal_value_is_against_the_arm_without_the_newest_tier_and_may_be_negative() -> None:
+    s = scenario(tensor_parallel_size=2)
+    df, entries = disk_worse_run(s)
+    v = value_section(s, df, df, entries, arm_summaries(s), None, None, WITHOUT_NEWEST)
+    assert v is not None and v.pair_confidence == pytest.approx(0.95)
+    base, cpu, disk = v.arms
+    assert base.marginal is None
+    # cpu: ceil(100 / 20) = 5 servers = 10 GPUs; disk: ceil(100 / 16) = 7 servers = 14 GPUs; the baseline 20.
+    assert disk.gpus_saved is not None and disk.gpus_saved.value == 6.0  # against the baseline: it saves GPUs
+    m = disk.marginal
+    assert m is not None and m.versus == "cpu"
+    assert m.gpus_saved is not None and m.gpus_saved.value == -4.0 and m.gpus_saved.confidence == 0.95
+    assert (m.added_host_gib, m.added_nvme_gib) == (0.0, 100.0)
+    # The change in the fleet's tier cost: 7 x (8 x 3 + 100 x 0.5) - 5 x 8 x 3 = 518 - 120.
+    assert m.tier_cost_per_month is not None and m.tier_cost_per_month.value == pytest.approx(398.0)
+    month = 2.0 * 730
+    net = m.net_saving_per_month
+    assert net is not None and net.value == pytest.approx(-4 * month - 398) and net.confidence == 0.95
+    saved, cost = m.gpus_saved, m.tier_cost_per_month
+    assert saved.lo is not None and saved.hi is not None and cost.lo is not None and cost.hi is not None
+    assert net.lo == pytest.approx(saved.lo * month - cost.hi) and net.hi == pytest.approx(saved.hi * month - cost.lo)
+    gib = m.value_per_tier_gib_month  # per GiB of the added tier on this arm's 7 servers
+    assert gib is not None and gib.value == pytest.approx((-4 * month - 398) / (7 * 100))
+    for fig in (saved, cost, net, gib):
+        assert fig.lo is not None and fig.hi is not None and fig.value is not None and fig.lo <= fig.value <= fig.hi
+    # The first tier arm's arm without its newest tier is the baseline: the same figures as against it.
+    assert cpu.marginal is not None and cpu.marginal.versus == "baseline"
+    got, want = cpu.marginal.gpus_saved, cpu.gpus_saved
+    assert got is not None and want is not None
+    assert (got.value, got.lo, got.hi, got.confidence) == (want.value, want.lo, want.hi, want.confidence)
+    assert cpu.marginal.net_saving_per_month is not None and cpu.net_saving_per_month is not None
+    assert cpu.marginal.net_saving_per_month.value == pytest.approx(cpu.net_saving_per_month.value)
+    assert "against cpu (without its newest tier): -4 [" in v.summary[1]
+
+
+def test_without_the_comparison_arms_no_marginal_value_is_invented() -> None:
+    s = scenario()
+    df, entries = disk_worse_run(s)
+    v = value_section(s, df, df, entries, arm_summaries(s), None, None)
+    assert v is not None and all(a.marginal is None for a in v.arms)
+
+
+def test_a_negative_marginal_value_is_an_informing_finding_and_reason_that_changes_no_decision() -> None:
+    s = scenario(tensor_parallel_size=2)
+    df, entries = disk_worse_run(s)
+    arms = arm_summaries(s)
+    v = value_section(s, df, df, entries, arms, None, None, WITHOUT_NEWEST)
+    assert v is not None
+    out = with_value_findings(arms, v)
+    base, cpu, disk = out
+    assert (base, cpu) == (arms[0], arms[1])  # the CPU tier's value over the baseline is positive: nothing added
+    assert [a.decision for a in out] == [a.decision for a in arms]
+    found = disk.findings[-1]
+    m = v.arms[2].marginal
+    assert m is not None and (found.code, found.role, found.versus) == ("value-negative", "informs", "cpu")
+    assert found.figure == m.net_saving_per_month and found.kind is None and found.rule is None
+    assert len(disk.reasons) == len(arms[2].reasons) + 1 and len(disk.findings) == len(arms[2].findings) + 1
+    assert with_value_findings(arms, None) == arms
+
+
+def test_without_unit_costs_a_negative_marginal_gpu_count_is_the_finding() -> None:
+    s = scenario(value={"requests_per_s": 100, "gpu_hour_cost": 2.0}, tensor_parallel_size=2)
+    df, entries = disk_worse_run(s)
+    v = value_section(s, df, df, entries, arm_summaries(s), None, None, WITHOUT_NEWEST)
+    assert v is not None
+    m = v.arms[2].marginal
+    assert m is not None and m.net_saving_per_month is None and m.gpus_saved is not None
+    assert negative_figure(m) == m.gpus_saved
+    assert any("tier cost" in n for n in m.notes)
+
+
+def test_the_per_server_figure_names_its_basis() -> None:
+    s = scenario()
+    df, entries = goodput_run(s)
+    v = value_section(s, df, df, entries, arm_summaries(s), None, None)
+    assert v is not None
+    base, cpu, _disk = v.arms
+    assert [a.capacity_basis for a in v.arms] == ["step-goodput"] * 3
+    assert (base.capacity_step, base.capacity_at_top_step) == ("c0", False)  # best below its highest step
+    assert (cpu.capacity_step, cpu.capacity_at_top_step) == ("c1", True)  # best at its highest: may understate

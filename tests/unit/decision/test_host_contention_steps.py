@@ -228,7 +228,7 @@ def test_an_aa_drift_from_a_contended_step_does_not_set_the_floor(monkeypatch: p
 def test_with_every_aa_step_contended_there_is_no_floor(monkeypatch: pytest.MonkeyPatch) -> None:
     out = _floor(monkeypatch, [step(0, saturated=True), step(1, behind=6.0)], [step(0), step(1)])
     assert out.factor is None and out.per_step == {} and set(out.host_contended) == {0, 1}
-    assert out.message.startswith("no A/A step was clean of host contention: no noise floor")
+    assert out.message.startswith("No A/A step was clean of host contention: no noise floor")
 
 
 # --- the reports name the step, the figure and the budget -----------------------------------------------------

@@ -88,6 +88,8 @@ def test_planted_shift_is_found_at_its_run_and_flat_measures_are_not() -> None:
     if p.run_index == SHIFT_AT:
         assert p.image_before == "vllm/vllm-openai:v0.32.0" and p.image_after == "vllm/vllm-openai:v0.33.0"
         assert drift_mod.image_text(p) == "image vllm/vllm-openai:v0.32.0 → vllm/vllm-openai:v0.33.0"
+    # the new image is within one run of it: the change point is the engine's, not drift
+    assert p.cause == "engine-changed" and [(c.what, c.run_dir) for c in p.coincides] == [("image", "run-018")]
     assert "→" in drift_mod.change_text(p) and "worse" in drift_mod.change_text(p)
 
 
@@ -158,7 +160,7 @@ def test_index_html_json_and_markdown_carry_the_change_point(tmp_path: Path) -> 
     assert f'<a href="{point["run_dir"]}/report.html">{point["run_dir"]}</a>' not in html  # no report.html: no link
     assert 'stroke-dasharray' in html  # the marker line in the trend chart
     md = written["drift"].read_text()
-    rows = [line for line in md.splitlines() if line.startswith("| ")]
+    rows = [line for line in md.split("\n\n")[2].splitlines() if line.startswith("| ")]  # the change points' table
     assert len(rows) == 2 and "| gpu-only |" in rows[1] and "p99 TTFT (c32)" in rows[1] and "worse" in rows[1]
     assert {line.replace("\\|", "").count("|") for line in rows} == {9}
 
@@ -239,3 +241,63 @@ def test_hostile_names_are_escaped_everywhere(tmp_path: Path) -> None:
         text = written[name].read_text()
         assert "<script" not in text and "<img src=x" not in text, name
     assert "&lt;script&gt;" in written["drift"].read_text() and "&lt;script&gt;" in written["html"].read_text()
+
+
+def _edited_at(summaries: list[Summary], at: int, *, factor: float, scenario: bool = False,
+               version: bool = False) -> list[Summary]:
+    """From run ``at`` every arm's p99 TTFT is x``factor`` and the scenario's hash (or the engine version) changed."""
+    out = []
+    for i, s in enumerate(summaries):
+        if i < at:
+            out.append(s)
+            continue
+        arms = []
+        for arm in s.arms:
+            top = arm.steps[-1]
+            ttft = top.ttft_ms.model_copy(update={"p99": (top.ttft_ms.p99 or 0.0) * factor})
+            arms.append(arm.model_copy(update={"steps": [*arm.steps[:-1], top.model_copy(update={"ttft_ms": ttft})]}))
+        update: dict[str, object] = {"arms": arms}
+        if scenario:
+            update["scenario_hash"] = "sha256:5c2e1b77aa00"
+        if version:
+            update["versions"] = {**s.versions, "harness": "0.2.0"}
+        out.append(s.model_copy(update=update))
+    return out
+
+
+def test_a_scenario_edit_at_a_change_point_is_attributed_to_it_not_to_drift() -> None:
+    edited = _edited_at(history(cv=0.04, seed=6), SHIFT_AT, factor=1.3, scenario=True)
+    _, points = scenario_drift("demo", entries_of(edited))
+    ttft = [p for p in points if p.measure == "ttft_p99_ms"]
+    assert {p.arm for p in ttft} == {"gpu-only", "cpu", "tiered"}  # every arm moved with the edit
+    for p in points:
+        assert p.cause == "scenario-changed", p
+        (change,) = [c for c in p.coincides if c.what == "scenario"]
+        assert (change.before, change.after) == ("sha256:3f2a9c0d5e7b", "sha256:5c2e1b77aa00")
+        assert change.run_dir == f"run-{SHIFT_AT:03d}" and abs(change.offset) <= 1
+        assert (p.scenario_hash_before, p.engine_version_before) != (None, None)
+    # the same shift with the same scenario is drift; one with a new engine version is the engine's
+    _, same = scenario_drift("demo", entries_of(_edited_at(history(cv=0.04, seed=6), SHIFT_AT, factor=1.3)))
+    assert same and {p.cause for p in same} == {"drift"} and all(p.coincides == [] for p in same)
+    assert {p.engine_version_after for p in same} == {"0.1.0"}
+    bumped = _edited_at(history(cv=0.04, seed=6), SHIFT_AT, factor=1.3, version=True)
+    _, engine = scenario_drift("demo", entries_of(bumped))
+    assert engine and {p.cause for p in engine} == {"engine-changed"}
+    assert {(c.what, c.before, c.after) for p in engine for c in p.coincides} == {("engine-version", "0.1.0", "0.2.0")}
+
+
+def test_drift_md_names_the_scenario_change_and_what_a_quiet_history_can_miss(tmp_path: Path) -> None:
+    edited = _edited_at(history(cv=0.04, seed=6), SHIFT_AT, factor=1.3, scenario=True)
+    written = write_index(write_history(tmp_path / "results", edited))
+    data = json.loads(written["json"].read_text())
+    assert data["drift"]["points"] and {p["cause"] for p in data["drift"]["points"]} == {"scenario-changed"}
+    tested = [s for s in data["drift"]["series"] if s["tested"]]
+    assert len(tested) == 9
+    for s in tested:  # each tested history: its spread and the smallest shift found 80% of the time at it
+        assert 0.01 < s["spread"] < 0.08
+        found = s["detectable"]["smallest"]
+        assert found["found"] >= 0.8 * found["sims"] and 0.05 <= found["shift"] <= 0.3
+        assert s["detectable"]["spread_simulated"] >= s["spread"]
+    md = written["drift"].read_text()
+    assert "| cpu | p99 TTFT (c32) | 30 |" in md  # the detectability table's row for the history
+    assert "same image" not in md

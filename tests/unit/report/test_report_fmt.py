@@ -11,8 +11,8 @@ from harness.schema.summary import ArmSummary, HitTokens, ServerStep, StepSummar
 def test_none_is_missing_not_zero() -> None:
     for render in (fmt.ms, fmt.num, fmt.pct, fmt.gib, fmt.tokens):
         assert render(None) == "missing"
-    assert fmt.ms(float("nan")) == "missing"
-    assert fmt.num(math.inf) == "missing"
+    assert fmt.ms(float("nan")) == "invalid"  # not a finite number: invalid, neither missing nor "nan"
+    assert fmt.num(math.inf) == "invalid"
     assert fmt.ratio(None) == "n/a"
 
 
