@@ -14,6 +14,13 @@ The release is named by ``engine.version`` or the image tag (``nvcr.io/nvidia/te
 Each entry also says where the harness reads server statistics (``stats_source``) and whether that release's
 trtllm-serve runs a background iteration-stats collector that drains the queue JSON ``/metrics`` reads
 (``collector_drains_json``): where it does, polling JSON ``/metrics`` as well would starve one of the two readers.
+
+Every fact an entry states carries its status as data (``facts``, :class:`FactStatus`): ``confirmed`` with the file,
+the 40-hex commit of NVIDIA/TensorRT-LLM and the version its ``tensorrt_llm/version.py`` says there (which must be the
+entry's version), or ``unconfirmed`` with the reason, plus the stored evidence (``seen``: names of the table's
+``evidence``) that shows the fact without being tied to the release. The loader refuses an entry whose facts lack a
+status, a status naming no fact, or a top-level ``confirmed`` that disagrees with its facts (true only when every
+fact is confirmed). :func:`fact_counts` gives the figures the ``trtllm-release`` plan check says out loud.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ TABLE_PATH = "harness/engines/trtllm-versions.yaml"
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?([0-9A-Za-z.+_-]*)")
 _PRERELEASE_RE = re.compile(r"^[.-]?(rc|a|alpha|b|beta|dev|pre)\.?\d*", re.IGNORECASE)
 # The comment lines of a rendered extra-options YAML that carry the chosen entry's facts to the in-image check.
+COMMIT_PATTERN = r"^[0-9a-f]{40}$"
 StatsSource = Literal["json", "json+prometheus", "prometheus"]
 Match = Literal["exact", "prerelease", "between", "newer", "unnamed"]
 
@@ -52,24 +60,78 @@ class Endpoints(BaseModel):
     prometheus: str | None = None
 
 
+class Evidence(BaseModel):
+    """A stored source version that shows facts but cannot be tied to a release: the file, its commit, what it shows."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str = Field(min_length=1, description="path in NVIDIA/TensorRT-LLM")
+    commit: str = Field(pattern=COMMIT_PATTERN, description="the commit of the stored version read")
+    shows: str = Field(min_length=1, description="what that version says, and why its release is not known")
+
+
+class Confirmation(BaseModel):
+    """Where a fact was read in the source of the release itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str = Field(min_length=1, description="path in NVIDIA/TensorRT-LLM")
+    commit: str = Field(pattern=COMMIT_PATTERN, description="the 40-hex commit the file was read at")
+    version_seen: str = Field(min_length=1, description="what tensorrt_llm/version.py says at that commit")
+
+
+class FactStatus(BaseModel):
+    """One fact's status: ``confirmed`` (file, commit, version seen) or ``unconfirmed`` (why), never both."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    confirmed: Confirmation | None = None
+    unconfirmed: str | None = Field(default=None, min_length=1)
+    seen: list[str] = Field(default_factory=list, description="names of the table's evidence that show the fact")
+
+    @model_validator(mode="after")
+    def _one_status(self) -> FactStatus:
+        if (self.confirmed is None) == (self.unconfirmed is None):
+            raise ValueError("a fact is either confirmed: {file, commit, version_seen} or unconfirmed: reason "
+                             "(exactly one)")
+        return self
+
+    @property
+    def is_confirmed(self) -> bool:
+        """Read in the release's own source."""
+        return self.confirmed is not None
+
+
+@dataclass(frozen=True)
+class FactCounts:
+    """How many of an entry's facts are confirmed from the release's source."""
+
+    confirmed: int
+    total: int
+
+    @property
+    def unconfirmed(self) -> int:
+        """Facts not (yet) read in the release's own source."""
+        return self.total - self.confirmed
+
+
 class Release(BaseModel):
     """One TensorRT-LLM release range of the table."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     version: str
-    confirmed: bool = False
+    confirmed: bool = Field(default=False, description="true only when every fact is confirmed")
     sources: list[str] = Field(default_factory=list)
     cli_flags: list[str]
     config_flag: str
     llm_args: list[str]
     kv_cache_config: list[str]
+    kv_cache_defaults: dict[str, int] = Field(default_factory=dict, description="the engine's value of a "
+                                              "kv_cache_config key left unset (secondary_offload_min_priority: 30)")
     needs: dict[str, bool] = Field(default_factory=dict)
     endpoints: Endpoints
     stats_source: StatsSource = Field(description="which endpoints the harness scrapes for server statistics")
     collector_drains_json: bool = Field(description="trtllm-serve runs a background iteration-stats collector (for "
                                         "Prometheus) that drains the queue JSON /metrics reads")
     stats_note: str = Field(min_length=1, description="why this stats source, with its evidence")
-    unconfirmed: list[str] = Field(default_factory=list)
+    facts: dict[str, FactStatus] = Field(description="each fact's status, keyed by fact_names()")
 
     @model_validator(mode="after")
     def _stats_consistent(self) -> Release:
@@ -81,6 +143,45 @@ class Release(BaseModel):
         if self.polls_prometheus and not self.endpoints.prometheus:
             raise ValueError(f"release {self.version}: stats_source {self.stats_source} needs endpoints.prometheus")
         return self
+
+    @model_validator(mode="after")
+    def _facts_complete(self) -> Release:
+        stray = sorted(set(self.kv_cache_defaults) - set(self.kv_cache_config))
+        if stray:
+            raise ValueError(f"release {self.version}: kv_cache_defaults.{stray[0]} is not one of its kv_cache_config "
+                             "keys")
+        names = self.fact_names()
+        missing = [n for n in names if n not in self.facts]
+        if missing:
+            raise ValueError(f"release {self.version}: fact {missing[0]} has no status ({len(missing)} missing); "
+                             "give it confirmed: {file, commit, version_seen} or unconfirmed: reason")
+        extra = sorted(set(self.facts) - set(names))
+        if extra:
+            raise ValueError(f"release {self.version}: facts.{extra[0]} names no fact the entry states")
+        for name, status in self.facts.items():
+            if status.confirmed is not None and status.confirmed.version_seen != self.version:
+                raise ValueError(f"release {self.version}: fact {name} is confirmed at a commit whose version file "
+                                 f"says {status.confirmed.version_seen}, not {self.version}")
+        every = all(s.is_confirmed for s in self.facts.values())
+        if self.confirmed != every:
+            raise ValueError(f"release {self.version}: confirmed is {str(self.confirmed).lower()} but "
+                             f"{'every' if every else 'not every'} fact is confirmed")
+        return self
+
+    def fact_names(self) -> list[str]:
+        """Every fact the entry states, in table order: the flag list, the config flag, each key, each endpoint."""
+        return ["cli_flags", "config_flag",
+                *(f"llm_args.{k}" for k in self.llm_args),
+                *(f"needs.{k}" for k in self.needs),
+                *(f"kv_cache_config.{k}" for k in self.kv_cache_config),
+                *(f"kv_cache_defaults.{k}" for k in self.kv_cache_defaults),
+                *(f"endpoints.{k}" for k in Endpoints.model_fields),
+                "stats_source", "collector_drains_json"]
+
+    @property
+    def unconfirmed_facts(self) -> list[str]:
+        """The facts not read in the release's own source, in table order."""
+        return [n for n in self.fact_names() if not self.facts[n].is_confirmed]
 
     @property
     def polls_json(self) -> bool:
@@ -133,12 +234,46 @@ def is_prerelease(suffix: str) -> bool:
     return bool(_PRERELEASE_RE.match(suffix))
 
 
+class VersionTable(BaseModel):
+    """The whole file: the stored evidence facts cite, and the entries."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    evidence: dict[str, Evidence] = Field(default_factory=dict)
+    releases: list[Release] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _evidence_named(self) -> VersionTable:
+        for rel in self.releases:
+            for name, status in rel.facts.items():
+                unknown = [e for e in status.seen if e not in self.evidence]
+                if unknown:
+                    raise ValueError(f"release {rel.version}: facts.{name}.seen names {unknown[0]!r}, which is not "
+                                     "in evidence")
+        return self
+
+
+def load_table(raw: object) -> VersionTable:
+    """The parsed table (raises pydantic's ValidationError, a ValueError, naming what is wrong)."""
+    return VersionTable.model_validate(raw)
+
+
+@cache
+def table() -> VersionTable:
+    """The shipped table, validated."""
+    text = resources.files("harness.engines").joinpath(TABLE_FILE).read_text(encoding="utf-8")
+    return load_table(yaml.safe_load(text))
+
+
 @cache
 def releases() -> tuple[Release, ...]:
     """Every entry, oldest first."""
-    text = resources.files("harness.engines").joinpath(TABLE_FILE).read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
-    return tuple(sorted((Release.model_validate(r) for r in raw["releases"]), key=Release.key))
+    return tuple(sorted(table().releases, key=Release.key))
+
+
+def fact_counts(release: Release) -> FactCounts:
+    """How many of the entry's facts are confirmed from the release's own source, of how many."""
+    names = release.fact_names()
+    return FactCounts(confirmed=sum(release.facts[n].is_confirmed for n in names), total=len(names))
 
 
 def engine_release_text(engine: EngineSpec) -> tuple[str | None, str | None]:

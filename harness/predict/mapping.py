@@ -48,8 +48,11 @@ warm tier. Storage pressure fills a real file system (or throttles the simulator
 the profile's NVMe (the virtual clock skips it too: harness/virtual/checks.py)."""
 
 TRTLLM_DEFAULT_RETENTION_PRIORITY = 35
-"""TensorRT-LLM's retention priority of a block no request prioritised (the default of
-``secondary_offload_min_priority`` too, /work/shared/reference/engines.md): blocks below the minimum are evicted,
+"""TensorRT-LLM's retention priority of a block no request prioritised. It is not the default of
+``secondary_offload_min_priority``, which is 30 (``kDefaultSecondaryOffloadMinPriority`` in
+cpp/tensorrt_llm/batch_manager/evictionPolicy.cpp, NVIDIA/TensorRT-LLM@05a919198033, release unknown; the harness's
+version table records it unconfirmed; /work/shared/reference/engines.md says 35 for both). Blocks below the minimum
+are evicted,
 not offloaded. The harness's requests set no priorities, so a minimum at or under it offloads every evicted block,
 which is what the simulator models; one above it offloads nothing, which it does not."""
 

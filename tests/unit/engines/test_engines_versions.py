@@ -79,7 +79,8 @@ def test_release_choice_by_tag_and_engine_version() -> None:
 
 def test_every_unconfirmed_release_says_what_is_open() -> None:
     for rel in releases():
-        assert rel.confirmed or rel.unconfirmed, rel.version
+        assert rel.confirmed or rel.unconfirmed_facts, rel.version
+        assert all(rel.facts[name].unconfirmed for name in rel.unconfirmed_facts), rel.version
         assert rel.sources and rel.config_flag in rel.cli_flags
 
 

@@ -20,6 +20,7 @@ from harness.engines.trtllm_versions import (
     Release,
     UnknownRelease,
     choose_release,
+    fact_counts,
     release_facts,
     release_for,
     releases,
@@ -52,12 +53,15 @@ def scenario(tag: str, arms: list[dict[str, Any]] | None = None) -> Scenario:
         "steps": {"levels": [{"concurrency": 2, "duration_s": 10}]}})
 
 
-def test_a_listed_release_is_used_quietly() -> None:
+def test_a_listed_release_is_chosen_exactly_and_its_unconfirmed_facts_counted() -> None:
     choice = choose_release(engine("1.0.0"))
     assert (choice.release.version, choice.match, choice.level) == ("1.0.0", "exact", "ok")
     assert choice.message.startswith("TensorRT-LLM 1.0.0 (image tag): table entry 1.0.0")
     [item] = check_trtllm_release(scenario("1.0.0"))
-    assert item.name == "trtllm-release" and item.level == "ok" and "not yet confirmed" in item.message
+    counts = fact_counts(choice.release)
+    assert counts.unconfirmed > 0, "no fact of 1.0.0 could be tied to its tag (issue 37)"
+    assert item.name == "trtllm-release" and item.level == "warn"
+    assert f"{counts.unconfirmed} of {counts.total} facts of entry 1.0.0" in item.message
 
 
 def test_a_release_before_the_table_is_refused_at_plan_time() -> None:
@@ -101,7 +105,9 @@ def test_unlisted_releases_use_a_named_entry_with_a_warning(tag: str, entry: str
         assert word in choice.message, choice.message
     assert "harness plan --validate" in choice.message
     [item] = check_trtllm_release(scenario(tag))
-    assert item.level == "warn" and item.message == choice.message
+    counts = fact_counts(choice.release)
+    assert item.level == "warn" and item.message.startswith(choice.message)
+    assert f"{counts.unconfirmed} of {counts.total} facts of entry {entry}" in item.message
     spec = build_launch_spec(engine(tag), Arm.model_validate(HOST))
     assert f"(TensorRT-LLM {entry} keys)" in spec.config_files[0].content
 
@@ -125,7 +131,8 @@ def test_arms_naming_different_releases_get_one_item_each() -> None:
     arms = [{"name": "baseline", "tier": "gpu-only", "offload": {"kind": "trtllm"}},
             {**HOST, "engine": {"image": IMAGE + "1.2.0"}}]
     items = check_trtllm_release(scenario("1.0.0", arms))
-    assert [(i.arm, i.level) for i in items] == [("baseline", "ok"), ("host", "warn")]
+    assert [(i.arm, i.level) for i in items] == [("baseline", "warn"), ("host", "warn")]
+    assert "table entry 1.0.0" in items[0].message and "1.2.0 is not in the table" in items[1].message
 
 
 def test_no_item_for_other_engines() -> None:

@@ -174,7 +174,13 @@ def check(item, flags_known, have_help, facts):
     try:
         from tensorrt_llm.llmapi import KvCacheConfig
 
-        KvCacheConfig(**(doc.get("kv_cache_config") or {}))
+        kv = doc.get("kv_cache_config") or {}
+        known = _fields(KvCacheConfig)
+        stray = sorted(k for k in kv if known is not None and k not in known)
+        if stray:  # a release whose KvCacheConfig ignores unknown keys (no extra="forbid") would drop them silently
+            return emit(arm, "rejected", "kv_cache_config",
+                        f"KvCacheConfig has no field {', '.join(stray)} in this image", **seen)
+        KvCacheConfig(**kv)
     except Exception as exc:
         return emit(arm, "rejected", "kv_cache_config", f"{type(exc).__name__}: {exc}", **seen)
     cls = llm_args_class()

@@ -31,8 +31,9 @@ SERVER_TEE = SERVER_COLLECTOR + "self._iteration_stats_buffer = deque()\n"
 
 
 def fake_trtllm(tmp_path: Path, *, version: str, perf_metrics: bool, tokens_per_block: bool = False,
-                server: str | None = SERVER_1_0) -> Path:
-    """A stand-in ``tensorrt_llm`` whose pydantic models forbid extra fields, as the real ones do."""
+                server: str | None = SERVER_1_0, kv_extra: str = "forbid") -> Path:
+    """A stand-in ``tensorrt_llm`` whose pydantic models forbid extra fields, as recent ones do (``kv_extra``:
+    KvCacheConfig's ``extra`` policy; spring-2025 sources had a plain model that ignores unknown keys)."""
     pkg = tmp_path / "fake" / "tensorrt_llm"
     (pkg / "llmapi").mkdir(parents=True)
     (pkg / "__init__.py").write_text(f"__version__ = {version!r}\n")
@@ -40,7 +41,7 @@ def fake_trtllm(tmp_path: Path, *, version: str, perf_metrics: bool, tokens_per_
     kv += "    tokens_per_block: int = 32\n" if tokens_per_block else ""
     (pkg / "llmapi" / "__init__.py").write_text(
         "from pydantic import BaseModel, ConfigDict\n"
-        f"class KvCacheConfig(BaseModel):\n    model_config = ConfigDict(extra='forbid')\n{kv}")
+        f"class KvCacheConfig(BaseModel):\n    model_config = ConfigDict(extra={kv_extra!r})\n{kv}")
     (pkg / "llmapi" / "llm_args.py").write_text(
         "from pydantic import BaseModel, ConfigDict\n"
         "class TorchLlmArgs(BaseModel):\n    model_config = ConfigDict(extra='forbid')\n    model: str\n"
@@ -123,3 +124,14 @@ def test_a_yaml_without_the_facts_skips_the_stage(tmp_path: Path) -> None:
                           capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, check=False)
     [line] = [json.loads(x[len(MARK):]) for x in proc.stdout.splitlines() if x.startswith(MARK) and '"arm"' in x]
     assert line["status"] == "ok" and line["table"] is None
+
+
+def test_a_kv_cache_key_a_permissive_kvcacheconfig_would_ignore_is_still_rejected(tmp_path: Path) -> None:
+    root = fake_trtllm(tmp_path, version="9.9.9", perf_metrics=False, kv_extra="ignore")
+    item = {"arm": "host", "model": "m", "flags": [],
+            "yaml": "kv_cache_config: {host_cache_size: 1, secondary_offload_min_priority: 30}\n"}
+    proc = subprocess.run([sys.executable, "-c", script_text("trtllm_check.py")], input=json.dumps({"arms": [item]}),
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, check=False)
+    [line] = [json.loads(x[len(MARK):]) for x in proc.stdout.splitlines() if x.startswith(MARK) and '"arm"' in x]
+    assert line["status"] == "rejected" and line["stage"] == "kv_cache_config", line
+    assert "secondary_offload_min_priority" in line["message"]
