@@ -3,9 +3,10 @@ contents the harness's to delete.
 
 An entry under a marked directory (files, directories and links, at any depth) is the harness's when
 
-- it has the layout of the simulator's fs tier (``harness-sim-kv/ns-<16 hex>/<16 hex>.kvsim`` regular files whose
-  first bytes are the simulator's header, see ``harness/sim/cache/fs.py``) or is the ``storage_pressure`` drill's
-  filler (``harness-storage-pressure.fill``); or
+- it has the layout of the simulator's fs tier (``harness-sim-kv/ns-<16 hex>/`` holding ``chunks.kvseg``, its
+  segment, and ``chunks.kvseg.new``, a compaction's new segment, regular files whose first bytes are the segment
+  marker; or ``<16 hex>.kvsim``, the per-chunk files of earlier versions, whose first bytes are their header; see
+  ``harness/sim/cache/fs.py``) or is the ``storage_pressure`` drill's filler (``harness-storage-pressure.fill``); or
 - it was created or last changed (``ctime``) while an engine the harness launched for this directory ran: a
   *session*, recorded in this user's ledger (``<ledger>/<marker nonce>.sessions``) from just before the launch until
   the server was stopped. vLLM 0.32's fs tier names and nests its files itself (deterministic names, written by root
@@ -39,7 +40,9 @@ from harness.host.owner import current, parse_pid_start, process_alive
 from harness.host.state import owned_file, user_dir
 
 SIM_SUBDIR = "harness-sim-kv"          # harness/sim/cache/fs.py SUBDIR (the host floor may not import the simulator)
-SIM_HEADER = b"HARNESS-SIM-KV/1\n"     # harness/sim/cache/fs.py MARKER
+SIM_HEADER = b"HARNESS-SIM-KV/1\n"     # harness/sim/cache/fs.py MARKER (per-chunk files of earlier versions)
+SIM_SEGMENT_HEADER = b"HARNESS-SIM-KV/2 segment\n"  # harness/sim/cache/fs.py SEGMENT_MARKER
+SIM_SEGMENT_FILES = ("chunks.kvseg", "chunks.kvseg.new")  # harness/sim/cache/fs.py SEGMENT_NAME, COMPACT_NAME
 FILLER_NAME = "harness-storage-pressure.fill"  # harness/run/storage_pressure.py FILLER_NAME
 _SIM_NS = re.compile(r"^ns-[0-9a-f]{16}$")
 _SIM_FILE = re.compile(r"^[0-9a-f]{16}\.kvsim$")
@@ -156,8 +159,8 @@ class _Gone(Exception):
     """The entry vanished between listing and reading it (an engine evicting): it is nobody's now."""
 
 
-def _sim_header(path: str) -> bool:
-    """The simulator's header, or a prefix of it (a file it is writing this instant: nothing else in it yet).
+def _sim_header(path: str, header: bytes) -> bool:
+    """The simulator's ``header``, or a prefix of it (a file it is creating this instant: nothing else in it yet).
 
     Raises ``_Gone`` when the file was deleted after it was listed: the simulator evicts chunks while the check runs
     (the cache-loss drill checks a tier the running engine writes through), and a file that is no longer there is
@@ -169,12 +172,12 @@ def _sim_header(path: str) -> bool:
     except OSError:
         return False
     try:
-        head = os.read(fd, len(SIM_HEADER))
+        head = os.read(fd, len(header))
     except OSError:
         return False
     finally:
         os.close(fd)
-    return SIM_HEADER.startswith(head)
+    return header.startswith(head)
 
 
 def _sim_layout(parts: tuple[str, ...], info: os.stat_result, full: str) -> bool:
@@ -185,7 +188,11 @@ def _sim_layout(parts: tuple[str, ...], info: os.stat_result, full: str) -> bool
         return False
     if len(parts) == 2:
         return stat.S_ISDIR(info.st_mode)
-    return len(parts) == 3 and bool(_SIM_FILE.match(parts[2])) and stat.S_ISREG(info.st_mode) and _sim_header(full)
+    if len(parts) != 3 or not stat.S_ISREG(info.st_mode):
+        return False
+    if parts[2] in SIM_SEGMENT_FILES:
+        return _sim_header(full, SIM_SEGMENT_HEADER)
+    return bool(_SIM_FILE.match(parts[2])) and _sim_header(full, SIM_HEADER)
 
 
 def check_contents(path: Path, nonce: str) -> Contents:

@@ -1,7 +1,7 @@
 """How far the simulated engine fell behind the wall clock during a step: its own CPU time, not modelled physics.
 
 The simulator sleeps until each modelled step's end and never runs ahead; on a busy host (two cores shared with the
-load generator, the tiered arm's real marker files) it can run behind, and every latency it serves grows by the time
+load generator, the tiered arm's segment-file writes) it can run behind, and every latency it serves grows by the time
 lost. It sums that time as ``behind_s`` (``GET /admin/state``, loopback clients only). Read before and after a step,
 the difference is what the step lost; :func:`harness.decision.summarize` warns when it is a noticeable share of the
 step, so a verdict on a simulated arm never rests silently on the simulator's own slowness. Real engines, and

@@ -1,7 +1,8 @@
 """Admin endpoints of the simulator, answered to loopback clients only (403 otherwise).
 
 - ``POST /admin/faults``: a JSON object with some fault fields (see :mod:`harness.sim.faults`); returns them all.
-- ``POST /admin/cache-loss``: deletes the fs tier's block files; returns ``{"deleted_files": n, "disk_tier": b}``.
+- ``POST /admin/cache-loss``: deletes the fs tier's files (its segment per namespace, :mod:`harness.sim.cache.fs`);
+  returns ``{"deleted_files": n, "disk_tier": b}``.
 - ``GET /admin/state``: block counts per tier, request queues, counters, faults, noise (the run factor drawn),
   ``behind_s``.
 """
@@ -85,7 +86,9 @@ class AdminEndpoints:
                             "policy": off.cfg.eviction_policy, "store_mode": off.cfg.store_mode}
             state["offload_stats"] = asdict(off.stats)
             if off.fs is not None:
+                # "files": the chunks stored (one file each before the segment layout; kept for readers of it)
                 state["disk"] = {"root_dir": str(off.fs.root_dir), "dir": str(off.fs.dir), "files": len(off.fs),
-                                 "max_chunks": off.fs.max_chunks, "evictions": off.fs.evictions}
+                                 "chunks": len(off.fs), "max_chunks": off.fs.max_chunks,
+                                 "evictions": off.fs.evictions, "compactions": off.fs.compactions}
         return web.json_response(state)
 

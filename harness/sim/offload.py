@@ -359,13 +359,8 @@ class OffloadManager:
                 self.stats.blocks_dropped[FS] += len(new) * self.k
             return
         self._emit(req_id, "cascade", stored)
-        written = 0
-        for key in new:
-            ok, _dropped = fs.write(key)
-            if ok:
-                written += 1
-            else:
-                self.stats.cascade_failures += 1
+        written, _evicted = fs.write_many(new)  # one check of the segment and one write for the whole cascade
+        self.stats.cascade_failures += len(new) - written
         end = after
         if written:
             nbytes = written * self.chunk_bytes

@@ -1,37 +1,56 @@
-"""The simulator's disk tier held in memory: the same files, index and eviction as :mod:`harness.sim.cache.fs`,
+"""The simulator's disk tier held in memory: the same segment, index and eviction as :mod:`harness.sim.cache.fs`,
 without the file system.
 
-On the real clock the simulator writes one small file per KV chunk under the tier's ``root_dir``
-(``harness-sim-kv/ns-<namespace>/<chunk>.kvsim``); deleting them is cache loss, and a restart scans them back
-(oldest first). :class:`VirtualDisk` keeps those files as a map per ``root_dir`` (namespace -> chunk key -> write
-sequence) that lives as long as the virtual run, so a restarted engine finds what its predecessor wrote and a cache
-loss drill deletes it; :class:`MemoryFsTier` is :class:`~harness.sim.cache.fs.FsTier` over that map. The one
-difference is the order a restart scans files in: the real tier sorts them by modification time (its clock is
-coarse, so ties fall back to the chunk key), the memory tier by exact write order. No real I/O happens, so none
-can influence modelled time or the order of events.
+On the real clock the simulator keeps one append-only segment file per namespace under the tier's ``root_dir``
+(``harness-sim-kv/ns-<namespace>/chunks.kvseg``: a header, then a record per stored or evicted chunk); deleting it is
+cache loss, and a restart reads it back (oldest first). :class:`VirtualDisk` keeps those segments as maps per
+``root_dir`` (namespace -> :class:`Segment`) that live as long as the virtual run, so a restarted engine finds what
+its predecessor wrote and a cache loss drill deletes it; :class:`MemoryFsTier` is
+:class:`~harness.sim.cache.fs.FsTier` with its storage hooks over that map: a deleted segment is noticed by the next
+lookup or store as the real tier notices a deleted file (the map it holds is no longer the directory's), records and
+compactions are counted as in the file, so the files and bytes a walk of the real tier would count are the same. No
+real I/O happens, so none can influence modelled time or the order of events.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.sim.cache.fs import SUBDIR, FsTier
+from harness.sim.cache.fs import RECORD_BYTES, Event, FsTier
 
-Files = dict[int, tuple[int, int]]  # chunk key -> (write sequence: the file's "mtime", the file's bytes)
+
+@dataclass
+class Segment:
+    """One namespace directory and its segment file: the live chunks (key -> write sequence) and the file's records
+    (``None``: no file yet; the real tier creates it at the first store)."""
+
+    chunks: dict[int, int] = field(default_factory=dict)
+    records: int | None = None
+    header_bytes: int = 0
+
+    @property
+    def size(self) -> int:
+        """The file's bytes (0 when there is none)."""
+        return 0 if self.records is None else self.header_bytes + RECORD_BYTES * self.records
 
 
 class VirtualDisk:
-    """The disk tiers' files of one virtual run, per ``root_dir``."""
+    """The disk tiers' segments of one virtual run, per ``root_dir``."""
 
     def __init__(self) -> None:
-        self._roots: dict[str, dict[int, Files]] = {}
+        self._roots: dict[str, dict[int, Segment]] = {}
         self._seq = 0
 
-    def namespace(self, root_dir: str, namespace: int) -> Files:
-        """The files of one namespace directory (created empty, as the simulator's ``mkdir``)."""
-        return self._roots.setdefault(_key(root_dir), {}).setdefault(namespace, {})
+    def directory(self, root_dir: str, namespace: int) -> Segment:
+        """The namespace's directory (created, without a segment file, as the simulator's ``mkdir``)."""
+        return self._roots.setdefault(_key(root_dir), {}).setdefault(namespace, Segment())
+
+    def find(self, root_dir: str, namespace: int) -> Segment | None:
+        """The namespace's directory if it exists (nothing is created)."""
+        spaces = self._roots.get(_key(root_dir))
+        return spaces.get(namespace) if spaces is not None else None
 
     def stamp(self) -> int:
         """The next write sequence number."""
@@ -44,15 +63,12 @@ class VirtualDisk:
         spaces = self._roots.get(_key(root_dir), {})
         if not spaces:
             return 0
-        return 1 + len(spaces) + sum(len(files) for files in spaces.values())
+        return 1 + len(spaces) + sum(seg.records is not None for seg in spaces.values())
 
     def files(self, root_dir: str) -> tuple[int, int]:
-        """(chunk files, their bytes) under the directory: each file holds a short header, not the modelled KV bytes."""
-        count = size = 0
-        for files in self._roots.get(_key(root_dir), {}).values():
-            count += len(files)
-            size += sum(nbytes for _seq, nbytes in files.values())
-        return count, size
+        """(segment files, their bytes) under the directory: records hold a chunk's key, not its modelled KV bytes."""
+        spaces = self._roots.get(_key(root_dir), {}).values()
+        return sum(seg.records is not None for seg in spaces), sum(seg.size for seg in spaces)
 
     def clear(self, root_dir: str) -> int:
         """Delete everything under the directory (a fresh arm, a cache-loss drill); returns the entries removed."""
@@ -63,74 +79,59 @@ class VirtualDisk:
 
 @functools.lru_cache(maxsize=256)
 def _key(root_dir: str) -> str:
-    """The directory as one map key (``~`` expanded); memoised: a tier asks for its files on every lookup."""
+    """The directory as one map key (``~`` expanded); memoised: a tier asks for its segment on every lookup."""
     return str(Path(root_dir).expanduser())
 
 
 class MemoryFsTier(FsTier):
-    """:class:`~harness.sim.cache.fs.FsTier` whose files live in a :class:`VirtualDisk`."""
+    """:class:`~harness.sim.cache.fs.FsTier` whose segment lives in a :class:`VirtualDisk`."""
 
     def __init__(self, disk: VirtualDisk, root_dir: str, namespace: int, chunk_tokens: int, chunk_bytes: int,
                  max_bytes: int | None = None) -> None:  # no super().__init__: it would create directories
-        self.root_dir = Path(root_dir)
-        self.dir = self.root_dir / SUBDIR / f"ns-{namespace:016x}"
-        self.chunk_tokens = chunk_tokens
-        self.chunk_bytes = chunk_bytes
-        self.max_chunks = None if max_bytes is None else max(0, max_bytes // chunk_bytes)
-        self.index: OrderedDict[int, None] = OrderedDict()
-        self.evictions = 0
-        self.write_failures = 0
+        self._setup(root_dir, namespace, chunk_tokens, chunk_bytes, max_bytes)
         self._disk = disk
         self._root_key = str(root_dir)
         self._namespace = namespace
-        self._files = disk.namespace(self._root_key, namespace)
-        self._header_bytes = len(self._header(0)) - 16  # the header's length but for the key's hex digits
-        self._scan()
+        self._segment: Segment | None = disk.directory(self._root_key, namespace)
+        self._load()
 
-    def _live(self) -> Files:
-        """This namespace's files (recreated after a cache loss removed the directory, as the real tier's retry
-        with ``mkdir`` does)."""
-        return self._disk.namespace(self._root_key, self._namespace)
+    def close(self) -> None:
+        """Nothing is open."""
 
-    def _scan(self) -> None:
-        for key, _seq in sorted(self._files.items(), key=lambda item: item[1][0]):
-            self.index[key] = None
+    def _fresh(self) -> None:
+        if self._disk.find(self._root_key, self._namespace) is not self._segment:
+            self._load()
 
-    def contains(self, key: int) -> bool:
-        """Whether the chunk's file exists; refreshes its LRU position (a lost file leaves the index)."""
-        if key not in self.index:
-            return False
-        if key in self._live():
-            self.index.move_to_end(key)
-            return True
-        del self.index[key]
-        return False
+    def _load(self) -> None:
+        seg = self._segment = self._disk.find(self._root_key, self._namespace)
+        if seg is None or seg.records is None:
+            self._set_contents((), 0)
+            return
+        self._set_contents(sorted(seg.chunks, key=seg.chunks.__getitem__), seg.records)
 
-    def write(self, key: int) -> tuple[bool, list[int]]:
-        """Write a chunk's file; returns (written, keys evicted by the size cap)."""
-        if key in self.index:
-            self.index.move_to_end(key)
-            return True, []
-        if self.max_chunks is not None and self.max_chunks == 0:
-            return False, []
-        evicted: list[int] = []
-        if self.max_chunks is not None:
-            while len(self.index) >= self.max_chunks:
-                victim, _none = self.index.popitem(last=False)
-                self._unlink(victim)
-                evicted.append(victim)
-        self.evictions += len(evicted)
-        self._live()[key] = (self._disk.stamp(), self._header_bytes + len(f"{key:016x}"))
-        self.index[key] = None
-        return True, evicted
+    def _append(self, events: list[Event]) -> bool:
+        seg = self._segment
+        if seg is None:  # a cache loss removed the directory: the store creates it again
+            seg = self._segment = self._disk.directory(self._root_key, self._namespace)
+        if seg.records is None:
+            seg.records, seg.header_bytes = 0, len(self._header)
+        chunks = seg.chunks
+        for stored, key in events:
+            if stored:
+                chunks[key] = self._disk.stamp()
+            else:
+                chunks.pop(key, None)
+        seg.records += len(events)
+        return True
 
-    def _unlink(self, key: int) -> None:
-        self._live().pop(key, None)
+    def _compact(self) -> bool:
+        if self._segment is not None:
+            self._segment.records = len(self._segment.chunks)
+        return True
 
     def delete_own_files(self) -> int:
-        """Delete every chunk file under the root (all namespaces); returns how many."""
+        """Delete every segment under the root (all namespaces); returns how many."""
         count, _size = self._disk.files(self._root_key)
         self._disk.clear(self._root_key)
-        self.index.clear()
+        self._load()
         return count
-

@@ -74,45 +74,71 @@ def test_a_planted_sim_looking_file_is_foreign_and_a_partly_written_one_is_not(t
     claim(tier, "run-1")
     _sim_wrote(tier, chunks=2)
     ns = tier / "harness-sim-kv" / "ns-0000000000000007"
-    (ns / "00000000000000ff.kvsim").write_bytes(sim_fs.MARKER[:5])  # the simulator is writing it this instant
+    (ns / sim_fs.COMPACT_NAME).write_bytes(sim_fs.SEGMENT_MARKER[:5])  # a compaction is writing it this instant
+    (ns / "00000000000000ff.kvsim").write_bytes(sim_fs.MARKER[:5])  # a chunk file of an earlier version, the same
     assert ownership(tier) == "ours"
     (ns / "00000000000000fe.kvsim").write_bytes(b"my own data, named like a chunk")
+    other = tier / "harness-sim-kv" / "ns-0000000000000008"
+    other.mkdir()
+    (other / sim_fs.SEGMENT_NAME).write_bytes(b"my own data, named like a segment")
     state, why = inspect(tier)
-    assert state == "foreign" and "harness-sim-kv/ns-0000000000000007/00000000000000fe.kvsim" in why
+    assert state == "foreign" and "holds 2 entries" in why
+    assert "harness-sim-kv/ns-0000000000000007/00000000000000fe.kvsim" in why
+    assert f"harness-sim-kv/ns-0000000000000008/{sim_fs.SEGMENT_NAME}" in why
     many = tier / "dump"
     many.mkdir()
     for i in range(12):
         (many / f"f{i:02d}").write_text("x")
-    assert "holds 14 entries" in inspect(tier)[1] and ", and 9 more" in inspect(tier)[1]
+    assert "holds 15 entries" in inspect(tier)[1] and ", and 10 more" in inspect(tier)[1]
 
 
-def test_a_chunk_evicted_while_the_check_reads_it_is_skipped_not_foreign(tmp_path: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine evicts while the cache-loss drill checks its tier: a file listed and stat'ed, then unlinked before
-    its header is read, is gone, not foreign (a CI run refused to empty its own tier over exactly that)."""
+def test_the_simulators_segment_is_ours_and_its_cache_loss_leaves_a_foreign_file_alone(tmp_path: Path) -> None:
+    """The simulator's own tier (a segment per namespace) is the harness's; a user's file beside it is foreign to the
+    ledger, and the simulator's cache loss (``POST /admin/cache-loss``) deletes its segment and not that file."""
+    tier = tmp_path / "kv"
+    claim(tier, "run-1")
+    fs = sim_fs.FsTier(tier, namespace=7, chunk_tokens=256, chunk_bytes=1 << 20)
+    assert fs.write_many(list(range(10))) == (10, [])
+    assert sorted(os.listdir(fs.dir)) == [sim_fs.SEGMENT_NAME] and ownership(tier) == "ours"
+    mine = fs.dir / "mine.txt"
+    mine.write_text("inside the engine's tree\n")
+    state, why = inspect(tier)
+    assert state == "foreign" and "holds 1 entry" in why and "harness-sim-kv/ns-0000000000000007/mine.txt" in why
+    assert fs.delete_own_files() == 1 and not fs.contains(3)
+    assert mine.read_text() == "inside the engine's tree\n" and sorted(os.listdir(fs.dir)) == ["mine.txt"]
+
+
+def test_a_segment_replaced_while_the_check_reads_it_is_skipped_not_foreign(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine compacts its segment while the cache-loss drill checks its tier: the compaction's new segment,
+    listed and stat'ed, then renamed over the old one before its header is read, is gone, not foreign (a CI run
+    refused to empty its own tier over the same race with a chunk file evicted, in the per-chunk layout)."""
     tier = tmp_path / "kv"
     claim(tier, "run-1")
     _sim_wrote(tier, chunks=4)
-    victim = tier / "harness-sim-kv" / "ns-0000000000000007" / f"{2:016x}.kvsim"
-    assert victim.is_file()
+    ns = tier / "harness-sim-kv" / "ns-0000000000000007"
+    victim = ns / sim_fs.COMPACT_NAME
+    victim.write_bytes((ns / sim_fs.SEGMENT_NAME).read_bytes())
     real_open = os.open
 
-    def evicting_open(path: str, flags: int, *args: int) -> int:
+    def compacting_open(path: str, flags: int, *args: int) -> int:
         if str(path) == str(victim) and victim.exists():
-            victim.unlink()  # the simulator's eviction, between the check's lstat and its read
+            victim.replace(ns / sim_fs.SEGMENT_NAME)  # the simulator's rename, between the check's lstat and its read
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(tier_ledger.os, "open", evicting_open)
+    monkeypatch.setattr(tier_ledger.os, "open", compacting_open)
     contents = tier_ledger.check_contents(tier, check_marker(tier).nonce)
     assert contents.foreign == 0 and not victim.exists()
-    assert contents.checked == 6, "both sub-directories and all four listed chunks were looked at"
+    assert contents.checked == 4, "both sub-directories, the segment and the compaction's file were looked at"
     monkeypatch.setattr(tier_ledger.os, "open", real_open)
-    (tier / "harness-sim-kv" / "ns-0000000000000007" / "mine.txt").write_text("still foreign\n")
+    (ns / "mine.txt").write_text("still foreign\n")
     assert inspect(tier)[0] == "foreign"
 
 
 def test_the_layout_constants_are_the_simulators_and_the_drills() -> None:
     assert tier_ledger.SIM_SUBDIR == sim_fs.SUBDIR and tier_ledger.SIM_HEADER == sim_fs.MARKER
+    assert tier_ledger.SIM_SEGMENT_HEADER == sim_fs.SEGMENT_MARKER
+    assert tier_ledger.SIM_SEGMENT_FILES == (sim_fs.SEGMENT_NAME, sim_fs.COMPACT_NAME)
     assert tier_ledger.FILLER_NAME == storage_pressure.FILLER_NAME
 
 
@@ -214,13 +240,13 @@ def test_a_run_fails_the_arm_and_the_cache_loss_drill_deletes_nothing(scenario: 
     failure = arms["fresh"].failure
     assert failure is not None and "my-notes/important.txt" in failure.message, failure
     assert not any(line.startswith("[fresh] emptied disk tier") for line in progress.lines)
-    assert any((fresh / "harness-sim-kv").rglob("*.kvsim")), "the earlier run's files are kept too"
+    assert any((fresh / "harness-sim-kv").rglob(sim_fs.SEGMENT_NAME)), "the earlier run's files are kept too"
     assert arms["drilled"].failure is None and arms["drilled"].steps
     drill = result.summary.drills[0]
     assert drill.status == "error" and "my-notes/important.txt" in drill.message, drill
     for target in (fresh, drilled):
         assert planted[str(target)].read_text() == "years of work\n"
-    assert any((drilled / "harness-sim-kv").rglob("*.kvsim")), "nothing was deleted from the drilled directory"
+    assert any((drilled / "harness-sim-kv").rglob(sim_fs.SEGMENT_NAME)), "nothing was deleted from the drilled tier"
 
 
 class _FakeServer:

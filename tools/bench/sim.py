@@ -30,22 +30,27 @@ def _pin(cpu: int | None) -> None:
         os.sched_setaffinity(0, {cpu})
 
 
+async def stream_once(port: int, request: bytes, counts: list[int], timeout_s: float = 30.0) -> None:
+    """One streamed request on its own connection (``Connection: close``); adds its token events to ``counts[0]``."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(request)
+        tail = b""
+        while True:
+            data = await asyncio.wait_for(reader.read(1 << 16), timeout=timeout_s)
+            if not data:
+                break
+            buf = tail + data
+            counts[0] += buf.count(b"data: {")
+            tail = buf[-6:]  # shorter than the marker: no match is counted twice
+    finally:
+        writer.close()
+
+
 async def _worker(port: int, request: bytes, stop_at: float, counts: list[int]) -> None:
-    """Back-to-back streamed requests, one connection each (``Connection: close``); counts token events."""
+    """Back-to-back streamed requests, one connection each; counts token events."""
     while time.perf_counter() < stop_at:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        try:
-            writer.write(request)
-            tail = b""
-            while True:
-                data = await asyncio.wait_for(reader.read(1 << 16), timeout=30)
-                if not data:
-                    break
-                buf = tail + data
-                counts[0] += buf.count(b"data: {")
-                tail = buf[-6:]  # shorter than the marker: no match is counted twice
-        finally:
-            writer.close()
+        await stream_once(port, request, counts)
 
 
 async def _measure(port: int, concurrency: int, seconds: float, max_tokens: int) -> tuple[float, float]:

@@ -46,7 +46,7 @@ from tools.perf.table import PerfTable, Row, exit_status, markdown
 from tools.perf.virtual_clock import virtual_rows
 
 QUICK = {"records": 100_000, "trace_requests": 100_000, "tokens_per_run": 100_000, "repeats": 1, "sim_seconds": 2.0,
-         "decision_runs": 1, "decision_aa_runs": 2, "virtual_aa_runs": 4}
+         "sim_arm_seconds": 3.0, "decision_runs": 1, "decision_aa_runs": 2, "virtual_aa_runs": 4}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -67,6 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trace-requests", type=int, default=1_000_000, help="requests for the trace bench")
     p.add_argument("--report-runs", type=int, default=5, help="renders for the report bench")
     p.add_argument("--sim-seconds", type=float, default=3.0, help="seconds per level for the simulator bench")
+    p.add_argument("--sim-arm-seconds", type=float, default=12.0,
+                   help="seconds per arm for the simulator's CPU per token at the demo's load (default 12)")
     p.add_argument("--decision-runs", type=int, default=6, help="benefit rollouts of the time-to-decision section "
                    "(default 6)")
     p.add_argument("--decision-aa-runs", type=int, default=20, help="A/A rollouts of that section (default 20)")
@@ -98,6 +100,8 @@ def _validate(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         p.error("--records and --trace-requests must be between 1 and 50,000,000")
     if not 1 <= args.report_runs <= 1000 or not 0.5 <= args.sim_seconds <= 60:
         p.error("--report-runs must be 1..1000 and --sim-seconds 0.5..60")
+    if not 1 <= args.sim_arm_seconds <= 120:
+        p.error("--sim-arm-seconds must be 1..120")
     if not 1 <= args.decision_runs <= 200 or not 1 <= args.decision_aa_runs <= 1000:
         p.error("--decision-runs must be 1..200 and --decision-aa-runs 1..1000")
     if not 1 <= args.virtual_aa_runs <= 1000:
@@ -166,6 +170,7 @@ def run(args: argparse.Namespace, stamp: str, log: Callable[[str], None]) -> Per
         ("trace", lambda: benches.trace_rows(args.trace_requests, timeout_s=400)),
         ("report", lambda: benches.report_rows(args.report_runs, timeout_s=300)),
         ("sim", lambda: benches.sim_rows(args.sim_seconds, timeout_s=120)),
+        ("sim", lambda: benches.sim_arm_rows(args.sim_arm_seconds, timeout_s=60 + 3 * (args.sim_arm_seconds + 25))),
         ("decision", lambda: decision_rows(args.decision_runs, args.decision_aa_runs,
                                            timeout_s=180.0 * (args.decision_runs + args.decision_aa_runs))),
         ("virtual", lambda: virtual_rows(args.virtual_aa_runs, jobs=2, timeout_s=60.0 + 30.0 * args.virtual_aa_runs)),

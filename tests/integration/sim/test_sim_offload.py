@@ -93,7 +93,7 @@ def test_disk_tier_hits_restart_and_cache_loss(tmp_path: Path) -> None:
         assert m[("vllm:kv_offload_tiering_chunk_hits_total", (("tier", "1:fs"),))] > 0
         state = httpx.get(sim.base_url + "/admin/state").json()
         assert state["disk"]["files"] > 0
-    assert any(root.rglob("*.kvsim"))
+    assert any(root.rglob("chunks.kvseg"))  # one segment per namespace
 
     # a restart with the same root_dir starts warm: the first request hits the disk
     with running_sim(in_process=True, profile="demo", time_scale=FAST, kv_transfer_config=cfg) as sim, \

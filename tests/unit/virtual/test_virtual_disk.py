@@ -1,11 +1,12 @@
-"""The memory disk tier behaves as the simulator's file tier: same writes, hits, evictions, restart and cache loss."""
+"""The memory disk tier behaves as the simulator's file tier: same writes, hits, evictions, restart and cache loss, and
+the same files and bytes (one segment per namespace, its records and compactions) as a walk of the real tier."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from harness.sim.cache.fs import FsTier
+from harness.sim.cache.fs import COMPACT_MIN_DEAD, SEGMENT_NAME, FsTier
 from harness.virtual.disk import MemoryFsTier, VirtualDisk
 
 CHUNK_TOKENS, CHUNK_BYTES = 256, 1 << 20
@@ -27,16 +28,28 @@ def _drive(tier: FsTier) -> list[object]:
     return out
 
 
+def _same_files(disk: VirtualDisk, mem_root: Path, real_root: Path) -> None:
+    """What a walk of the real tier counts (its segment and the two directories above it) and its bytes are what the
+    memory one counts."""
+    assert disk.entries(str(mem_root)) == _walk_entries(real_root)
+    segments = list(real_root.rglob(SEGMENT_NAME))
+    assert disk.files(str(mem_root)) == (len(segments), sum(p.stat().st_size for p in segments))
+
+
 def test_same_answers_as_the_file_tier(tmp_path: Path) -> None:
     real = FsTier(tmp_path / "real", 7, CHUNK_TOKENS, CHUNK_BYTES, max_bytes=4 * CHUNK_BYTES)
     disk = VirtualDisk()
     memory = MemoryFsTier(disk, str(tmp_path / "mem"), 7, CHUNK_TOKENS, CHUNK_BYTES, max_bytes=4 * CHUNK_BYTES)
+    assert disk.files(str(tmp_path / "mem")) == (0, 0), "no segment before the first store (a cold tier holds none)"
+    _same_files(disk, tmp_path / "mem", tmp_path / "real")
     assert _drive(memory) == _drive(real)
-    assert disk.files(str(tmp_path / "mem"))[0] == len(real) == 4
-    # what a walk of the real tier counts (its files and the two directories above them) is what the memory one counts
-    assert disk.entries(str(tmp_path / "mem")) == _walk_entries(tmp_path / "real")
-    size = sum(p.stat().st_size for p in (tmp_path / "real").rglob("*.kvsim"))
-    assert disk.files(str(tmp_path / "mem"))[1] == size
+    assert len(memory) == len(real) == 4
+    _same_files(disk, tmp_path / "mem", tmp_path / "real")
+    for key in range(100, 100 + 2 * COMPACT_MIN_DEAD):  # evictions until the segment is compacted
+        assert memory.write(key) == real.write(key)
+    assert memory.compactions == real.compactions >= 1
+    assert list(memory.index) == list(real.index)
+    _same_files(disk, tmp_path / "mem", tmp_path / "real")
 
 
 def test_a_restart_finds_the_files_oldest_first_and_a_cache_loss_removes_them() -> None:
@@ -49,7 +62,7 @@ def test_a_restart_finds_the_files_oldest_first_and_a_cache_loss_removes_them() 
     assert list(again.index) == [30, 10, 20]
     other = MemoryFsTier(disk, "/tier", 4, CHUNK_TOKENS, CHUNK_BYTES)  # another namespace: its own files
     assert len(other) == 0
-    assert disk.clear("/tier") == 1 + 2 + 3  # harness-sim-kv, two namespace directories, three files
+    assert disk.clear("/tier") == 1 + 2 + 1  # harness-sim-kv, two namespace directories, one segment
     assert not again.contains(10) and 10 not in again.index  # lost: a miss, and out of the index
     assert again.write(10) == (True, []) and again.contains(10)  # written again after the loss
     assert disk.entries("/elsewhere") == 0 and disk.clear("/elsewhere") == 0
