@@ -30,7 +30,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.boundary import short_message
-from harness.report.drift_causes import Cause, Coincidence, cause, coincidences
+from harness.report.drift_causes import Cause, Coincidence, Versioned, cause, coincidences
 from harness.report.drift_power import DetectableShift, detectable_shift
 from harness.report.index_figures import InvalidFigure, checked, step_figures
 from harness.schema.summary import Summary
@@ -58,23 +58,16 @@ MAX_HISTORY = 120  # runs per history tested, the newest (PELT's search grows wi
 StepMeasures = dict[str, dict[str, dict[str, float | None]]]  # arm -> step label -> measure key -> value
 
 
-class DriftRun(Protocol):
-    """What one run contributes (an index entry has these fields)."""
+class DriftRun(Versioned, Protocol):
+    """What one run contributes (an index entry has these fields): its scenario and engine (:class:`Versioned`)
+    and what the history needs besides."""
 
-    @property
-    def run_dir(self) -> str: ...
     @property
     def started_at(self) -> str | None: ...
     @property
     def engine(self) -> str | None: ...
     @property
     def model(self) -> str | None: ...
-    @property
-    def image(self) -> str | None: ...
-    @property
-    def scenario_hash(self) -> str | None: ...
-    @property
-    def engine_version(self) -> str | None: ...
     @property
     def top_step(self) -> dict[str, str]: ...
     @property
